@@ -1,0 +1,119 @@
+// Package boltstore is netpool's embedded store: one bbolt file that does host-local's job,
+// durably. Every Update is one fsynced bbolt read-write transaction; concurrent plugin processes
+// serialise on a file lock whose wait is bounded.
+//
+// Layout (all keys of addresses are 16-byte network-order, so cursor order is numeric order):
+//
+//	pools/<pool>/alloc    address -> record of its holder
+//	pools/<pool>/used     first address of an allocated run -> last address of that run
+//	pools/<pool>/meta     "cursor" -> last address claimed (round-robin)
+//	scopes/<scope>/used   allocated runs across every pool of one overlap scope
+//	owners                pool \x00 containerID \x00 ifName -> address
+//
+// The "used" buckets hold maximal runs of allocated addresses, which is what makes the free
+// search cost O(log n) in the number of allocations and nothing in the size of the range: the
+// next free address after a is either a itself or one past the end of the run holding a.
+package boltstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
+
+	"github.com/netpool/netpool/allocator"
+)
+
+var (
+	bucketPools  = []byte("pools")
+	bucketScopes = []byte("scopes")
+	bucketOwners = []byte("owners")
+	bucketAlloc  = []byte("alloc")
+	bucketUsed   = []byte("used")
+	bucketMeta   = []byte("meta")
+	keyCursor    = []byte("cursor")
+)
+
+// Store is the bbolt-backed allocator.Store.
+type Store struct {
+	db   *bolt.DB
+	lock *fileLock
+}
+
+var _ allocator.Store = (*Store)(nil)
+
+// Open opens (creating if needed) the store at path. It waits at most timeout for other
+// processes to release the file and then fails with allocator.ErrStoreBusy.
+func Open(path string, timeout time.Duration) (*Store, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("%w: failed to create directory for %s: %w", allocator.ErrStoreUnusable, path, err)
+	}
+	deadline := time.Now().Add(timeout)
+	lock, err := acquireLock(path+".lock", deadline)
+	if err != nil {
+		return nil, err
+	}
+	// The sidecar lock is held, so bbolt's own flock is free at once; its timeout only guards
+	// against a process that opens the file without the sidecar lock.
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: max(time.Until(deadline), time.Millisecond)})
+	if err != nil {
+		lock.release()
+		if errors.Is(err, bolterrors.ErrTimeout) {
+			return nil, fmt.Errorf("%w: %s is locked by another process: %w", allocator.ErrStoreBusy, path, err)
+		}
+		return nil, fmt.Errorf("%w: failed to open %s: %w", allocator.ErrStoreUnusable, path, err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		for _, b := range [][]byte{bucketPools, bucketScopes, bucketOwners} {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		_ = db.Close() // the creation error is the one worth reporting
+		lock.release()
+		return nil, fmt.Errorf("%w: failed to initialise %s: %w", allocator.ErrStoreUnusable, path, err)
+	}
+	return &Store{db: db, lock: lock}, nil
+}
+
+// Update runs fn in one read-write transaction, committed and fsynced when fn returns nil.
+func (s *Store) Update(ctx context.Context, fn func(allocator.Txn) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return s.db.Update(func(tx *bolt.Tx) error { return fn(&txn{tx: tx}) })
+}
+
+// View runs fn in one read-only transaction.
+func (s *Store) View(ctx context.Context, fn func(allocator.Txn) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return s.db.View(func(tx *bolt.Tx) error { return fn(&txn{tx: tx}) })
+}
+
+// Close closes the database and releases the file lock.
+func (s *Store) Close() error {
+	err := s.db.Close()
+	s.lock.release()
+	return err
+}
+
+// Check runs bbolt's consistency check; tests call it after every scenario.
+func (s *Store) Check() error {
+	return s.db.View(func(tx *bolt.Tx) error {
+		var errs []error
+		for err := range tx.Check() {
+			errs = append(errs, err)
+		}
+		return errors.Join(errs...)
+	})
+}

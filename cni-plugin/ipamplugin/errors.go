@@ -1,0 +1,72 @@
+package ipamplugin
+
+import (
+	"errors"
+
+	"github.com/containernetworking/cni/pkg/types"
+
+	"github.com/netpool/netpool/allocator"
+	"github.com/netpool/netpool/ipam"
+)
+
+// netpool's own CNI error codes (100 and up are reserved for plugins by the CNI spec). They are
+// API: runtimes and operators match on them, and the README lists them.
+const (
+	CodePoolExhausted       uint = 100
+	CodeAddressInUse        uint = 101
+	CodeAddressNotAllowed   uint = 102
+	CodeAttachmentConflict  uint = 103
+	CodeCheckFailed         uint = 104
+	CodeStoreUnusable       uint = 105
+	CodeDatastoreNotSupport uint = 106
+)
+
+// errDatastoreNotSupported is returned while a datastore named in the config is not built in.
+var errDatastoreNotSupported = errors.New("datastore not supported by this build")
+
+var codes = []struct {
+	err  error
+	code uint
+}{
+	{ipam.ErrInvalidConfig, types.ErrInvalidNetworkConfig},
+	{allocator.ErrStoreBusy, types.ErrTryAgainLater},
+	{allocator.ErrPoolExhausted, CodePoolExhausted},
+	{allocator.ErrAddressInUse, CodeAddressInUse},
+	{allocator.ErrAddressNotAllowed, CodeAddressNotAllowed},
+	{allocator.ErrAttachmentConflict, CodeAttachmentConflict},
+	{allocator.ErrCheckFailed, CodeCheckFailed},
+	{allocator.ErrStoreUnusable, CodeStoreUnusable},
+	{errDatastoreNotSupported, CodeDatastoreNotSupport},
+}
+
+// toCNIError gives err its CNI code. skel passes a *types.Error through unchanged and turns
+// anything else into code 999, so every error leaves here typed.
+func toCNIError(err error) error {
+	if err == nil {
+		return nil
+	}
+	var cniErr *types.Error
+	if errors.As(err, &cniErr) {
+		return err
+	}
+	for _, c := range codes {
+		if errors.Is(err, c.err) {
+			return types.NewError(c.code, err.Error(), "")
+		}
+	}
+	return types.NewError(types.ErrInternal, err.Error(), "")
+}
+
+// toStatusError maps a STATUS failure onto the spec's codes: 50 when ADD cannot succeed
+// (exhausted, unusable store), 11 when the store is only busy.
+func toStatusError(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, allocator.ErrStoreBusy):
+		return toCNIError(err)
+	case errors.Is(err, ipam.ErrInvalidConfig):
+		return toCNIError(err)
+	}
+	return types.NewError(types.ErrPluginNotAvailable, "plugin not available: "+err.Error(), "")
+}

@@ -1,0 +1,216 @@
+package ipamplugin
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/netip"
+	"os"
+	"time"
+
+	"github.com/containernetworking/cni/pkg/skel"
+	"github.com/containernetworking/cni/pkg/types"
+	current "github.com/containernetworking/cni/pkg/types/100"
+	"github.com/containernetworking/cni/pkg/version"
+
+	"github.com/netpool/netpool/allocator"
+	"github.com/netpool/netpool/allocator/boltstore"
+	"github.com/netpool/netpool/ipam"
+)
+
+// SupportedVersions are the CNI spec versions the plugin speaks.
+var SupportedVersions = version.PluginSupports("0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0")
+
+// Plugin holds the plugin's dependencies on its environment, so tests can run the verbs in-process.
+type Plugin struct {
+	// ReadFile reads the global flat config file; os.ReadFile in the binary.
+	ReadFile ipam.FlatReader
+	// OpenStore opens the store a config selects.
+	OpenStore func(*ipam.Config) (allocator.Store, error)
+	// Stderr receives logs when the config names no log_file.
+	Stderr io.Writer
+}
+
+// New returns the Plugin as the binary runs it.
+func New() *Plugin {
+	return &Plugin{ReadFile: os.ReadFile, OpenStore: OpenStore, Stderr: os.Stderr}
+}
+
+// OpenStore opens the datastore a config selects.
+func OpenStore(c *ipam.Config) (allocator.Store, error) {
+	switch c.Datastore {
+	case ipam.DatastoreBbolt:
+		return boltstore.Open(c.BboltPath, c.LockTimeout)
+	}
+	return nil, fmt.Errorf("%w: %q (use %q)", errDatastoreNotSupported, c.Datastore, ipam.DatastoreBbolt)
+}
+
+// Funcs are the verbs for skel.PluginMainFuncs.
+func (p *Plugin) Funcs() skel.CNIFuncs {
+	return skel.CNIFuncs{
+		Add:    func(a *skel.CmdArgs) error { return toCNIError(p.add(a)) },
+		Del:    func(a *skel.CmdArgs) error { return toCNIError(p.del(a)) },
+		Check:  func(a *skel.CmdArgs) error { return toCNIError(p.check(a)) },
+		GC:     func(a *skel.CmdArgs) error { return toCNIError(p.gc(a)) },
+		Status: func(a *skel.CmdArgs) error { return toStatusError(p.status(a)) },
+	}
+}
+
+// session is one invocation's loaded config, logger and open store.
+type session struct {
+	cfg   *ipam.Config
+	log   *slog.Logger
+	alloc *allocator.Allocator
+	ctx   context.Context
+	close func()
+}
+
+func (p *Plugin) open(args *skel.CmdArgs) (*session, error) {
+	cfg, err := ipam.Load(args.StdinData, args.Args, p.ReadFile)
+	if err != nil {
+		return nil, err
+	}
+	log, closeLog := p.logger(cfg)
+	store, err := p.OpenStore(cfg)
+	if err != nil {
+		log.Error("Opening store failed", "datastore", cfg.Datastore, "path", cfg.BboltPath, "err", err)
+		closeLog()
+		return nil, err
+	}
+	// The lock wait is bounded by Open; the context bounds the work after it, so the runtime never
+	// waits on netpool for longer than the lock timeout twice over.
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.LockTimeout)
+	return &session{
+		cfg: cfg, log: log, alloc: allocator.New(store), ctx: ctx,
+		close: func() {
+			cancel()
+			if err := store.Close(); err != nil {
+				log.Error("Closing store failed", "err", err)
+			}
+			closeLog()
+		},
+	}, nil
+}
+
+func owner(args *skel.CmdArgs) allocator.Owner {
+	return allocator.Owner{ContainerID: args.ContainerID, IfName: args.IfName}
+}
+
+func (p *Plugin) add(args *skel.CmdArgs) error {
+	s, err := p.open(args)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	start := time.Now()
+	allocs, err := s.alloc.Add(s.ctx, s.cfg, owner(args))
+	if err != nil {
+		s.log.Error("ADD failed", "containerID", args.ContainerID, "ifName", args.IfName, "err", err)
+		return err
+	}
+	result := &current.Result{CNIVersion: current.ImplementedSpecVersion, Routes: s.cfg.Routes, DNS: s.cfg.DNS}
+	for i, al := range allocs {
+		r := s.cfg.Ranges[i]
+		ipc := &current.IPConfig{Address: net.IPNet{
+			IP:   al.Addr.AsSlice(),
+			Mask: net.CIDRMask(r.Subnet.Bits(), r.Subnet.Addr().BitLen()),
+		}}
+		if r.Gateway.IsValid() {
+			ipc.Gateway = r.Gateway.AsSlice()
+		}
+		result.IPs = append(result.IPs, ipc)
+		s.log.Debug("Allocated", "containerID", args.ContainerID, "ifName", args.IfName, "pool", al.Pool,
+			"address", al.Addr, "elapsed", time.Since(start))
+	}
+	return types.PrintResult(result, s.cfg.CNIVersion)
+}
+
+func (p *Plugin) del(args *skel.CmdArgs) error {
+	s, err := p.open(args)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	released, err := s.alloc.Del(s.ctx, s.cfg, owner(args))
+	for _, al := range released {
+		s.log.Debug("Released", "containerID", args.ContainerID, "ifName", args.IfName, "pool", al.Pool, "address", al.Addr)
+	}
+	return err
+}
+
+func (p *Plugin) check(args *skel.CmdArgs) error {
+	s, err := p.open(args)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	have, err := prevResultAddrs(args.StdinData)
+	if err != nil {
+		return err
+	}
+	return s.alloc.Check(s.ctx, s.cfg, owner(args), have)
+}
+
+// prevResultAddrs returns the addresses of the prevResult CHECK receives.
+func prevResultAddrs(stdin []byte) ([]netip.Addr, error) {
+	conf := &types.PluginConf{}
+	if err := json.Unmarshal(stdin, conf); err != nil {
+		return nil, fmt.Errorf("%w: failed to parse network config: %w", ipam.ErrInvalidConfig, err)
+	}
+	if conf.RawPrevResult == nil {
+		return nil, fmt.Errorf("%w: CHECK needs a prevResult", ipam.ErrInvalidConfig)
+	}
+	if err := version.ParsePrevResult(conf); err != nil {
+		return nil, fmt.Errorf("%w: failed to parse prevResult: %w", ipam.ErrInvalidConfig, err)
+	}
+	res, err := current.NewResultFromResult(conf.PrevResult)
+	if err != nil {
+		return nil, fmt.Errorf("%w: failed to convert prevResult: %w", ipam.ErrInvalidConfig, err)
+	}
+	var out []netip.Addr
+	for _, ipc := range res.IPs {
+		if a, ok := netip.AddrFromSlice(ipc.Address.IP); ok {
+			out = append(out, a.Unmap())
+		}
+	}
+	return out, nil
+}
+
+// gcConf holds the GC arguments; libcni sends both the spec's key and the older misspelt one.
+type gcConf struct {
+	ValidAttachments  []types.GCAttachment `json:"cni.dev/valid-attachments"`
+	LegacyAttachments []types.GCAttachment `json:"cni.dev/attachments"`
+}
+
+func (p *Plugin) gc(args *skel.CmdArgs) error {
+	var g gcConf
+	if err := json.Unmarshal(args.StdinData, &g); err != nil {
+		return fmt.Errorf("%w: failed to parse GC arguments: %w", ipam.ErrInvalidConfig, err)
+	}
+	s, err := p.open(args)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	valid := make([]allocator.Owner, 0, len(g.ValidAttachments)+len(g.LegacyAttachments))
+	for _, a := range append(g.ValidAttachments, g.LegacyAttachments...) {
+		valid = append(valid, allocator.Owner{ContainerID: a.ContainerID, IfName: a.IfName})
+	}
+	released, err := s.alloc.GC(s.ctx, s.cfg, valid)
+	for _, al := range released {
+		s.log.Info("Garbage-collected", "containerID", al.Owner.ContainerID, "ifName", al.Owner.IfName, "pool", al.Pool, "address", al.Addr)
+	}
+	return err
+}
+
+func (p *Plugin) status(args *skel.CmdArgs) error {
+	s, err := p.open(args)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	return s.alloc.Status(s.ctx, s.cfg)
+}

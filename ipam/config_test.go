@@ -1,0 +1,161 @@
+package ipam
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+)
+
+func netConf(ipam string) []byte {
+	return []byte(`{"cniVersion":"1.1.0","name":"net1","ipam":` + ipam + `}`)
+}
+
+func TestLoadDefaults(t *testing.T) {
+	c, err := Load(netConf(`{"type":"netpool","range":"10.1.0.0/24"}`), "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Datastore != DatastoreBbolt || c.BboltPath != DefaultBboltPath || c.LockTimeout != DefaultLockTimeout {
+		t.Errorf("store defaults = %q %q %v", c.Datastore, c.BboltPath, c.LockTimeout)
+	}
+	if !c.EnableOverlappingRanges {
+		t.Error("enable_overlapping_ranges must default to true, as in whereabouts")
+	}
+	if c.Name != "net1" || c.CNIVersion != "1.1.0" || len(c.Ranges) != 1 {
+		t.Errorf("config = %+v", c)
+	}
+}
+
+func TestLoadWhereaboutsNAD(t *testing.T) {
+	// A whereabouts NAD's ipam section with "type" changed, including fields netpool ignores.
+	c, err := Load(netConf(`{
+		"type": "netpool", "range": "192.168.2.225-192.168.2.230/28", "exclude": ["192.168.2.229/32"],
+		"gateway": "192.168.2.225", "routes": [{"dst": "0.0.0.0/0"}], "dns": {"nameservers": ["1.1.1.1"]},
+		"network_name": "blue", "enable_overlapping_ranges": false,
+		"ipRanges": [{"range": "fd00:2::/64", "range_start": "fd00:2::10", "exclude": ["fd00:2::11"]}],
+		"log_file": "/tmp/x.log", "log_level": "debug", "leader_lease_duration": 1500, "sleep_for_race": 1,
+		"datastore": "bbolt", "bbolt": {"path": "/tmp/np.db", "lock_timeout": "3s"}
+	}`), "IgnoreUnknown=1;K8S_POD_NAMESPACE=ns1;K8S_POD_NAME=pod1;K8S_POD_UID=u-1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Ranges) != 2 || c.Ranges[0].Subnet.String() != "192.168.2.224/28" || c.Ranges[1].Start != mustAddr("fd00:2::10") {
+		t.Fatalf("ranges = %+v", c.Ranges)
+	}
+	if got := c.Ranges[0].Capacity().String(); got != "4" { // .225-.230 less the gateway and .229
+		t.Errorf("capacity = %s, want 4", got)
+	}
+	if c.NetworkName != "blue" || c.EnableOverlappingRanges || c.LockTimeout != 3*time.Second || c.LogLevel != "debug" {
+		t.Errorf("config = %+v", c)
+	}
+	if c.Pod != (PodRef{Namespace: "ns1", Name: "pod1", UID: "u-1"}) {
+		t.Errorf("pod = %+v", c.Pod)
+	}
+	if len(c.Routes) != 1 || c.Routes[0].Dst.String() != "0.0.0.0/0" || c.DNS.Nameservers[0] != "1.1.1.1" {
+		t.Errorf("routes/dns = %v %v", c.Routes, c.DNS)
+	}
+	if c.PoolKey(0) != "blue/192.168.2.224/28" || c.PoolKey(1) != "blue/fd00:2::/64" {
+		t.Errorf("pool keys = %s %s", c.PoolKey(0), c.PoolKey(1))
+	}
+}
+
+func TestPoolKeyIgnoresCNINetworkName(t *testing.T) {
+	a, err := Load([]byte(`{"name":"a","ipam":{"type":"netpool","range":"10.0.0.0/24","range_start":"10.0.0.10"}}`), "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Load([]byte(`{"name":"b","ipam":{"type":"netpool","range":"10.0.0.0/24"}}`), "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.PoolKey(0) != b.PoolKey(0) {
+		t.Errorf("two NADs with the same range and no network_name must share a pool: %s vs %s", a.PoolKey(0), b.PoolKey(0))
+	}
+}
+
+func TestRequestedAddresses(t *testing.T) {
+	conf := []byte(`{"name":"n","runtimeConfig":{"ips":["10.0.0.5/24"]},"args":{"cni":{"ips":["fd00::5"]}},
+		"ipam":{"type":"netpool","range":"10.0.0.0/24","ipRanges":[{"range":"fd00::/64"}]}}`)
+	c, err := Load(conf, "IP=10.0.0.5/24", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []netip.Addr{mustAddr("10.0.0.5"), mustAddr("fd00::5")}
+	if fmt.Sprint(c.Requested) != fmt.Sprint(want) {
+		t.Errorf("requested = %v, want %v (de-duplicated across sources)", c.Requested, want)
+	}
+}
+
+func TestFlatFile(t *testing.T) {
+	files := map[string]string{
+		"/etc/cni/net.d/whereabouts.d/whereabouts.conf": `{"datastore":"bbolt","bbolt":{"path":"/flat.db"},"log_level":"error","range":"10.9.0.0/24"}`,
+		"/custom.conf": `{"bbolt":{"path":"/custom.db"}}`,
+	}
+	read := func(p string) ([]byte, error) {
+		if s, ok := files[p]; ok {
+			return []byte(s), nil
+		}
+		return nil, fmt.Errorf("open %s: %w", p, fs.ErrNotExist)
+	}
+	c, err := Load(netConf(`{"type":"netpool","range":"10.1.0.0/24","log_level":"debug"}`), "", read)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.BboltPath != "/flat.db" || c.LogLevel != "debug" || c.Ranges[0].Subnet.String() != "10.1.0.0/24" {
+		t.Errorf("flat defaults / inline wins: path=%s level=%s range=%s", c.BboltPath, c.LogLevel, c.Ranges[0].Subnet)
+	}
+	c, err = Load(netConf(`{"type":"netpool","range":"10.1.0.0/24","configuration_path":"/custom.conf"}`), "", read)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.BboltPath != "/custom.db" {
+		t.Errorf("configuration_path not used: %s", c.BboltPath)
+	}
+	_, err = Load(netConf(`{"type":"netpool","range":"10.1.0.0/24","configuration_path":"/missing.conf"}`), "", read)
+	if err == nil || !strings.Contains(err.Error(), `configuration_path "/missing.conf": cannot be read`) {
+		t.Errorf("missing configuration_path: %v", err)
+	}
+}
+
+func TestLoadErrors(t *testing.T) {
+	tests := []struct {
+		name, conf, args, want string
+	}{
+		{"not JSON", `{`, "", "network config: not valid JSON"},
+		{"no ipam", `{"name":"x"}`, "", "the network config has no ipam section"},
+		{"ipam not an object", `{"ipam":[1]}`, "", "ipam: must be a JSON object"},
+		{"no range", `{"ipam":{"type":"netpool"}}`, "", "range: no range: set range or ipRanges"},
+		{"typo of range_start", `{"ipam":{"type":"netpool","range":"10.0.0.0/24","range_star":"10.0.0.9"}}`, "", `ipam "range_star": unknown field`},
+		{"bad gateway", `{"ipam":{"type":"netpool","range":"10.0.0.0/24","gateway":"10.0.0"}}`, "", `gateway "10.0.0": not an IP address`},
+		{"gateway outside", `{"ipam":{"type":"netpool","range":"10.0.0.0/24","gateway":"10.0.1.1"}}`, "", `gateway "10.0.1.1": is not inside any range (10.0.0.0/24)`},
+		{"bad ipRanges entry", `{"ipam":{"type":"netpool","ipRanges":[{"range":"10.0.0.0/24"},{"range":"nope"}]}}`, "", `ipRanges[1].range "nope": not a CIDR`},
+		{"overlapping ranges", `{"ipam":{"type":"netpool","range":"10.0.0.0/16","ipRanges":[{"range":"10.0.5.0/24"}]}}`, "", `ipRanges[0].range "10.0.5.0/24": overlaps ipam (10.0.0.0/16)`},
+		{"bad datastore", `{"ipam":{"type":"netpool","range":"10.0.0.0/24","datastore":"etcd"}}`, "", `datastore "etcd": want "bbolt" or "kubernetes"`},
+		{"kubernetes without kubeconfig", `{"ipam":{"type":"netpool","range":"10.0.0.0/24","datastore":"kubernetes"}}`, "", `kubernetes.kubeconfig: datastore kubernetes needs a kubeconfig path`},
+		{"relative bbolt path", `{"ipam":{"type":"netpool","range":"10.0.0.0/24","bbolt":{"path":"x.db"}}}`, "", `bbolt.path "x.db": must be an absolute path`},
+		{"bad lock timeout", `{"ipam":{"type":"netpool","range":"10.0.0.0/24","bbolt":{"lock_timeout":"-1s"}}}`, "", `bbolt.lock_timeout "-1s": want a positive duration`},
+		{"bad log level", `{"ipam":{"type":"netpool","range":"10.0.0.0/24","log_level":"loud"}}`, "", `log_level "loud": want one of`},
+		{"wrong type of field", `{"ipam":{"type":"netpool","range":24}}`, "", `ipam: json: cannot unmarshal number`},
+		{"bad runtimeConfig ip", `{"runtimeConfig":{"ips":["10.0.0.300"]},"ipam":{"type":"netpool","range":"10.0.0.0/24"}}`, "", `runtimeConfig.ips "10.0.0.300": not an IP address`},
+		{"bad args ip", `{"args":{"cni":{"ips":["x"]}},"ipam":{"type":"netpool","range":"10.0.0.0/24"}}`, "", `args.cni.ips "x": not an IP address`},
+		{"bad CNI_ARGS ip", `{"ipam":{"type":"netpool","range":"10.0.0.0/24"}}`, "IP=10.0.0.5/99", `CNI_ARGS IP "10.0.0.5/99": not an IP address`},
+		{"malformed CNI_ARGS", `{"ipam":{"type":"netpool","range":"10.0.0.0/24"}}`, "K8S_POD_NAME", `CNI_ARGS "K8S_POD_NAME": want KEY=VALUE`},
+		{"requested outside every range", `{"runtimeConfig":{"ips":["10.9.0.5"]},"ipam":{"type":"netpool","range":"10.0.0.0/24"}}`, "", `requested IP "10.9.0.5": is not inside any range (10.0.0.0/24)`},
+		{"two requested in one range", `{"runtimeConfig":{"ips":["10.0.0.5","10.0.0.6"]},"ipam":{"type":"netpool","range":"10.0.0.0/24"}}`, "", `requested IP "10.0.0.6": and 10.0.0.5 are both in range 10.0.0.0/24`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Load([]byte(tt.conf), tt.args, nil)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("error = %v, want one containing %q", err, tt.want)
+			}
+			if !errors.Is(err, ErrInvalidConfig) {
+				t.Fatalf("error %v does not wrap ErrInvalidConfig", err)
+			}
+		})
+	}
+}
