@@ -47,8 +47,8 @@ func TestParseRange(t *testing.T) {
 			subnet: "10.0.0.0/24", start: "10.0.0.1", end: "10.0.0.254", capacity: "254",
 		},
 		{
-			name: "unsorted overlapping exclusions merge",
-			spec: RangeSpec{Range: "10.0.0.0/24", Exclude: []string{"10.0.0.64/26", "10.0.0.5", "10.0.0.96/27", "10.0.0.4/31", "10.0.0.128/32"}},
+			name:   "unsorted overlapping exclusions merge",
+			spec:   RangeSpec{Range: "10.0.0.0/24", Exclude: []string{"10.0.0.64/26", "10.0.0.5", "10.0.0.96/27", "10.0.0.4/31", "10.0.0.128/32"}},
 			subnet: "10.0.0.0/24", start: "10.0.0.1", end: "10.0.0.254", capacity: "187",
 			excluded: []Interval{
 				{mustAddr("10.0.0.4"), mustAddr("10.0.0.5")},

@@ -31,11 +31,12 @@ func acquireLock(path string, deadline time.Time) (*fileLock, error) {
 			_ = f.Close() // the flock error is the one worth reporting
 			return nil, fmt.Errorf("%w: failed to lock %s: %w", allocator.ErrStoreUnusable, path, err)
 		}
-		if time.Now().Add(wait).After(deadline) {
+		left := time.Until(deadline)
+		if left <= 0 {
 			_ = f.Close()
 			return nil, fmt.Errorf("%w: %s is held by another process", allocator.ErrStoreBusy, path)
 		}
-		time.Sleep(wait)
+		time.Sleep(min(wait, left))
 		wait = min(wait*2, 10*time.Millisecond)
 	}
 }

@@ -68,20 +68,37 @@ func Open(path string, timeout time.Duration) (*Store, error) {
 		}
 		return nil, fmt.Errorf("%w: failed to open %s: %w", allocator.ErrStoreUnusable, path, err)
 	}
-	err = db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketPools, bucketScopes, bucketOwners} {
+	if err := ensureBuckets(db); err != nil {
+		_ = db.Close() // the creation error is the one worth reporting
+		lock.release()
+		return nil, fmt.Errorf("%w: failed to initialise %s: %w", allocator.ErrStoreUnusable, path, err)
+	}
+	return &Store{db: db, lock: lock}, nil
+}
+
+// ensureBuckets creates the top-level buckets on first use. It looks first in a read-only
+// transaction, because a read-write one commits with two fsyncs even when it changes nothing, and
+// the plugin opens the store once per invocation.
+func ensureBuckets(db *bolt.DB) error {
+	top := [][]byte{bucketPools, bucketScopes, bucketOwners}
+	missing := false
+	err := db.View(func(tx *bolt.Tx) error {
+		for _, b := range top {
+			missing = missing || tx.Bucket(b) == nil
+		}
+		return nil
+	})
+	if err != nil || !missing {
+		return err
+	}
+	return db.Update(func(tx *bolt.Tx) error {
+		for _, b := range top {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
-	if err != nil {
-		_ = db.Close() // the creation error is the one worth reporting
-		lock.release()
-		return nil, fmt.Errorf("%w: failed to initialise %s: %w", allocator.ErrStoreUnusable, path, err)
-	}
-	return &Store{db: db, lock: lock}, nil
 }
 
 // Update runs fn in one read-write transaction, committed and fsynced when fn returns nil.

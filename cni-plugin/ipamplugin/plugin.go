@@ -30,13 +30,14 @@ type Plugin struct {
 	ReadFile ipam.FlatReader
 	// OpenStore opens the store a config selects.
 	OpenStore func(*ipam.Config) (allocator.Store, error)
-	// Stderr receives logs when the config names no log_file.
+	// Stdout receives the result; Stderr receives logs when the config names no log_file.
+	Stdout io.Writer
 	Stderr io.Writer
 }
 
 // New returns the Plugin as the binary runs it.
 func New() *Plugin {
-	return &Plugin{ReadFile: os.ReadFile, OpenStore: OpenStore, Stderr: os.Stderr}
+	return &Plugin{ReadFile: os.ReadFile, OpenStore: OpenStore, Stdout: os.Stdout, Stderr: os.Stderr}
 }
 
 // OpenStore opens the datastore a config selects.
@@ -125,7 +126,11 @@ func (p *Plugin) add(args *skel.CmdArgs) error {
 		s.log.Debug("Allocated", "containerID", args.ContainerID, "ifName", args.IfName, "pool", al.Pool,
 			"address", al.Addr, "elapsed", time.Since(start))
 	}
-	return types.PrintResult(result, s.cfg.CNIVersion)
+	versioned, err := result.GetAsVersion(s.cfg.CNIVersion)
+	if err != nil {
+		return fmt.Errorf("%w: cannot express the result in cniVersion %q: %w", ipam.ErrInvalidConfig, s.cfg.CNIVersion, err)
+	}
+	return versioned.PrintTo(p.Stdout)
 }
 
 func (p *Plugin) del(args *skel.CmdArgs) error {

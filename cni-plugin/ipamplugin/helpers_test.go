@@ -1,0 +1,5 @@
+package ipamplugin
+
+import "os"
+
+var readFile = os.ReadFile

@@ -1,0 +1,158 @@
+package process
+
+import (
+	"context"
+	"maps"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/containernetworking/cni/pkg/types"
+
+	"github.com/netpool/netpool/allocator"
+	"github.com/netpool/netpool/test/harness"
+)
+
+func TestKilledAddsLeaveAConsistentReclaimableStore(t *testing.T) {
+	ctx := testContext(t)
+	f := newFixture(t, map[string]any{"range": "10.40.0.0/22", "lock_timeout": "60s"})
+
+	// valid are the attachments the runtime knows: every ADD that printed a result. forgotten are
+	// attachments whose containers are gone, so that GC has work to do even when no racer dies
+	// between its commit and its output.
+	valid, forgotten := map[string]netip.Addr{}, map[string]netip.Addr{}
+	warm, err := f.exec(ctx, "ADD", "warm")
+	if err != nil {
+		t.Fatalf("first ADD: %v", err)
+	}
+	valid["warm"] = mustOne(t, warm)
+	for i := range 4 {
+		forgotten[containerID("gone", i)] = f.mustAdd(ctx, containerID("gone", i))
+	}
+
+	// A first wave that nobody kills shows how long killRacers concurrent ADDs take here.
+	calm := make([]*racer, killRacers)
+	for i := range calm {
+		calm[i] = &racer{id: containerID("calm", i)}
+	}
+	start := time.Now()
+	for i, err := range parallel(killRacers, func(i int) error { return runRacer(ctx, f, calm[i], nil) }) {
+		if err != nil {
+			t.Fatalf("ADD %s: %v", calm[i].id, err)
+		}
+		valid[calm[i].id] = calm[i].addr
+	}
+
+	racers := newRacers(t, time.Since(start))
+	errs, signalled := runKillWave(ctx, t, f, racers)
+	dead := 0
+	for i, r := range racers {
+		switch {
+		case errs[i] != nil:
+			t.Errorf("ADD %s (not killed): %v", r.id, errs[i])
+		case r.exited:
+			valid[r.id] = r.addr
+		default:
+			dead++
+		}
+	}
+
+	// The file is consistent, every owner holds one address, and every ADD that printed a result
+	// holds what it printed, uniquely.
+	all := maps.Clone(valid)
+	maps.Copy(all, forgotten)
+	assertUniqueInWindow(t, all, netip.MustParseAddr("10.40.0.1"), netip.MustParseAddr("10.40.3.254"))
+	held := f.held(ctx)
+	assertHolds(t, held, all)
+	t.Logf("%d of %d racers died, %d of them signalled while holding the lock; %d allocations of dead racers left for GC",
+		dead, killRacers, signalled, len(held)-len(all))
+
+	// The lock is not stuck: a new ADD gets through at once.
+	probe, err := f.exec(ctx, "ADD", "probe")
+	if err != nil {
+		t.Fatalf("ADD after the kills: %v", err)
+	}
+	if probe.Elapsed > 2*time.Second {
+		t.Errorf("ADD after the kills took %v, want under 2s", probe.Elapsed)
+	}
+	valid["probe"] = mustOne(t, probe)
+
+	gcConf, err := harness.GCNetConf(network, f.ipam, attachments(valid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := harness.Exec(ctx, f.plugin, harness.Invocation{Command: "GC", Config: gcConf}); err != nil {
+		t.Fatalf("GC: %v", err)
+	}
+	held = f.held(ctx)
+	assertHolds(t, held, valid)
+	if len(held) != len(valid) {
+		t.Errorf("store holds %d allocations after GC, want only the %d valid attachments", len(held), len(valid))
+	}
+}
+
+// runKillWave runs racers at once, with a sniper killing the killInLock ones while they hold the
+// store's lock, and returns each racer's error and how many the sniper signalled.
+func runKillWave(ctx context.Context, t *testing.T, f *fixture, racers []*racer) ([]error, int) {
+	t.Helper()
+	ino, err := inode(f.dbPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var targets running
+	stop := make(chan struct{})
+	var signalled int
+	var snipeErr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		signalled, snipeErr = snipe(ino, &targets, 3*time.Millisecond, stop)
+	}()
+	errs := parallel(len(racers), func(i int) error { return runRacer(ctx, f, racers[i], &targets) })
+	close(stop)
+	<-done
+	if snipeErr != nil {
+		t.Fatalf("failed to watch the store's lock: %v", snipeErr)
+	}
+	return errs, signalled
+}
+
+// attachments lists the owners of want for GC's valid attachments.
+func attachments(want map[string]netip.Addr) []types.GCAttachment {
+	out := make([]types.GCAttachment, 0, len(want))
+	for id := range want {
+		out = append(out, types.GCAttachment{ContainerID: id, IfName: "eth0"})
+	}
+	return out
+}
+
+// assertHolds asserts that no owner holds two addresses and that each container of want holds
+// exactly its address there.
+func assertHolds(t *testing.T, held []allocator.Allocation, want map[string]netip.Addr) {
+	t.Helper()
+	byOwner := map[string]netip.Addr{}
+	for _, al := range held {
+		if prev, dup := byOwner[al.Owner.ContainerID]; dup {
+			t.Errorf("%s holds both %s and %s", al.Owner.ContainerID, prev, al.Addr)
+		}
+		byOwner[al.Owner.ContainerID] = al.Addr
+	}
+	for id, a := range want {
+		if got, ok := byOwner[id]; !ok || got != a {
+			t.Errorf("%s printed %s, the store gives it %v", id, a, got)
+		}
+	}
+}
+
+// mustOne returns the one address of an ADD outcome.
+func mustOne(t *testing.T, out harness.Outcome) netip.Addr {
+	t.Helper()
+	addrs, err := out.Addrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(addrs) != 1 {
+		t.Fatalf("ADD returned %v, want one address", addrs)
+	}
+	return addrs[0]
+}
