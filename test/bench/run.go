@@ -63,6 +63,11 @@ func run(ctx context.Context, opts options, log io.Writer) (report, error) {
 			return report{}, err
 		}
 		e.binDir = d
+		defer func() {
+			if err := harness.RemoveBinDir(); err != nil {
+				fmt.Fprintln(log, "Removing binaries:", err)
+			}
+		}()
 	}
 	if e.dir == "" {
 		d, err := os.MkdirTemp("", "netpool-bench-")

@@ -76,18 +76,27 @@ func build() (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("failed to create binary dir: %w", err)
 	}
+	if err := fill(root, ref, dir); err != nil {
+		_ = os.RemoveAll(dir) // the build error is the one worth reporting
+		return "", err
+	}
+	return dir, nil
+}
+
+// fill builds this checkout's binaries into dir and links the cached reference plugins beside them.
+func fill(root, ref, dir string) error {
 	for _, name := range []string{"netpool"} {
 		if err := goBuild(root, filepath.Join(dir, name), "./cmd/"+name); err != nil {
-			return "", err
+			return err
 		}
 	}
 	for _, p := range ReferencePlugins {
 		name := filepath.Base(p)
 		if err := os.Symlink(filepath.Join(ref, name), filepath.Join(dir, name)); err != nil {
-			return "", fmt.Errorf("failed to link %s: %w", name, err)
+			return fmt.Errorf("failed to link %s: %w", name, err)
 		}
 	}
-	return dir, nil
+	return nil
 }
 
 // referencePluginDir builds the reference plugins once per plugins-module version.

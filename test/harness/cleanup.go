@@ -23,3 +23,16 @@ func RemoveBinDir() error {
 	binDir, buildErr = "", errBinDirRemoved
 	return nil
 }
+
+// Main runs a test binary's tests and then removes the binary dir, failing the run if that fails.
+// Use it as: func TestMain(m *testing.M) { os.Exit(harness.Main(m)) }.
+func Main(m interface{ Run() int }) int {
+	code := m.Run()
+	if err := RemoveBinDir(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	return code
+}
