@@ -8,7 +8,7 @@ export NETPOOL_CACHE
 FUZZTIME      ?= 20s
 BINARIES      := netpool
 
-.PHONY: all build demo test unit bench fuzz lint clean
+.PHONY: all build demo test unit bench fuzz lint clean generate
 
 all: build
 
@@ -21,8 +21,9 @@ demo: build ## A real CNI chain (bridge + netpool on bbolt) in network namespace
 	@if [ "$$(id -u)" != 0 ]; then echo "make demo needs root (it creates network namespaces, veths and a bridge)"; exit 2; fi
 	$(GO) run ./test/demo
 
-test: lint ## Every test: unit, fuzz seed corpora, process-level, network namespaces (as root)
-	$(GO) test -race -count=1 ./...
+test: lint ## Every test: unit, fuzz seed corpora, process-level, network namespaces (as root), envtest
+	@# Build (or find cached) kube-apiserver and etcd first, so a cold build is not charged to a test's timeout.
+	KUBEBUILDER_ASSETS="$$(bash hack/envtest-binaries.sh)" $(GO) test -race -count=1 -timeout 30m ./...
 
 unit: ## Only the tests that need neither root nor built binaries
 	$(GO) test -race -count=1 ./ipam/... ./allocator/... ./cni-plugin/...
@@ -40,6 +41,9 @@ lint: ## gofmt and go vet must be clean
 	@out=$$(gofmt -l .); \
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+
+generate: ## Regenerate deepcopy code and CRD YAML (crds/bases, deploy/crds) from crds/ipam with controller-gen
+	bash hack/generate.sh
 
 clean:
 	rm -rf bin

@@ -1,0 +1,132 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Labels the allocator sets on every OverlappingRangeIPReservation, so that a node lists its own
+// claims, and a pool's claims are counted, without reading every reservation in the cluster. Label
+// values are at most 63 characters: pass names through LabelValue.
+const (
+	// NodeLabel holds the name of the node whose attachment holds the address (spec.node).
+	NodeLabel = GroupName + "/node"
+
+	// PoolLabel holds the name of the IPPool the address was allocated from (spec.pool).
+	PoolLabel = GroupName + "/pool"
+)
+
+// OverlappingRangeIPReservationSpec records who holds an allocated address.
+type OverlappingRangeIPReservationSpec struct {
+	// address is the allocated address, in canonical form (IPv6 lowercase and compressed). The
+	// object's name is derived from it by ReservationName, which is what makes Create the atomic
+	// claim. It cannot be changed.
+	// +required
+	// +kubebuilder:validation:MinLength=2
+	// +kubebuilder:validation:MaxLength=39
+	// +kubebuilder:validation:XValidation:rule="isIP(self)",message="address must be an IP address"
+	// +kubebuilder:validation:XValidation:rule="!isIP(self) || ip.isCanonical(self)",messageExpression="'address ' + self + ' must be in canonical form: lowercase, leading zeros dropped, the longest run of zero groups written ::'"
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="address is immutable; a reservation is the claim on exactly one address"
+	Address string `json:"address,omitempty"`
+
+	// pool is the name of the IPPool the address was allocated from. It cannot be changed.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="pool is immutable"
+	Pool string `json:"pool,omitempty"`
+
+	// containerID is the CNI container ID of the attachment holding the address. Together with
+	// ifName it identifies the attachment, so that a repeated ADD finds its address and DEL
+	// releases it.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	// +kubebuilder:validation:Pattern=`^[a-zA-Z0-9][a-zA-Z0-9_.\-]*$`
+	ContainerID string `json:"containerID,omitempty"`
+
+	// ifName is the CNI interface name of the attachment inside the container (such as net1).
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=15
+	// +kubebuilder:validation:Pattern=`^[^/:\s]+$`
+	IfName string `json:"ifName,omitempty"`
+
+	// podRef is the pod holding the address, as "namespace/name", from K8S_POD_NAMESPACE and
+	// K8S_POD_NAME. Unset when the runtime passed no pod identity.
+	// +optional
+	// +kubebuilder:validation:MinLength=3
+	// +kubebuilder:validation:MaxLength=317
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?/[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	PodRef string `json:"podRef,omitempty"`
+
+	// podUID is the UID of the pod holding the address, from K8S_POD_UID. It tells a recreated pod
+	// of the same name from the one that made the reservation.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	PodUID string `json:"podUID,omitempty"`
+
+	// node is the name of the node the attachment runs on. Garbage collection on a node touches
+	// only that node's reservations.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	Node string `json:"node,omitempty"`
+
+	// networkName is the network_name of the attachment's NAD, the scope within which the address
+	// is unique. Unset for the unnamed network.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	NetworkName string `json:"networkName,omitempty"`
+}
+
+// OverlappingRangeIPReservation is one allocated address: the allocation record and the
+// cluster-wide uniqueness lock at once. Its name is ReservationName(scope, address), so two
+// attachments can never hold the same address in the same scope: the second Create gets
+// AlreadyExists. There is one object per address, so no object grows with the number of
+// allocations, and allocations never contend on a shared resourceVersion.
+//
+// The kind's name and the name derivation follow whereabouts, so that tools reading whereabouts'
+// reservations recognise these.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:path=overlappingrangeipreservations,singular=overlappingrangeipreservation,scope=Cluster,shortName=orir,categories=netpool
+// +kubebuilder:storageversion
+// +kubebuilder:selectablefield:JSONPath=`.spec.node`
+// +kubebuilder:selectablefield:JSONPath=`.spec.pool`
+// +kubebuilder:selectablefield:JSONPath=`.spec.containerID`
+// +kubebuilder:selectablefield:JSONPath=`.spec.networkName`
+// +kubebuilder:printcolumn:name="Address",type=string,JSONPath=`.spec.address`,description="The allocated address"
+// +kubebuilder:printcolumn:name="Pool",type=string,JSONPath=`.spec.pool`,description="The IPPool it came from"
+// +kubebuilder:printcolumn:name="Node",type=string,JSONPath=`.spec.node`,description="The node of the attachment"
+// +kubebuilder:printcolumn:name="Pod",type=string,JSONPath=`.spec.podRef`,description="The pod holding it, namespace/name"
+// +kubebuilder:printcolumn:name="Container",type=string,JSONPath=`.spec.containerID`,priority=1,description="The CNI container ID"
+// +kubebuilder:printcolumn:name="Interface",type=string,JSONPath=`.spec.ifName`,priority=1,description="The CNI interface name"
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type OverlappingRangeIPReservation struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// metadata is the standard object metadata.
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec records the address and who holds it.
+	// +required
+	Spec OverlappingRangeIPReservationSpec `json:"spec"`
+}
+
+// OverlappingRangeIPReservationList is a list of OverlappingRangeIPReservations.
+//
+// +kubebuilder:object:root=true
+type OverlappingRangeIPReservationList struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// metadata is the standard list metadata.
+	// +optional
+	metav1.ListMeta `json:"metadata,omitempty"`
+
+	// items are the reservations.
+	Items []OverlappingRangeIPReservation `json:"items"`
+}
