@@ -5,6 +5,8 @@
 #   crds/bases/ipam.netpool.io_<plural>.yaml       one CustomResourceDefinition per kind
 #   deploy/crds/ipam.netpool.io_<plural>.yaml      the same files, so that a cluster operator can
 #                                                  `kubectl apply -f deploy/crds/`
+#   deploy/controller-role.yaml                    the controller's ClusterRole and leader election
+#                                                  Role, from the RBAC markers in controller/
 #
 #   hack/generate.sh        write into this checkout (make generate)
 #   hack/generate.sh DIR    write the same tree under DIR instead; crds/generate_test.go compares
@@ -68,3 +70,11 @@ for dest in "$out/crds/bases" "$out/deploy/crds"; do
 	cp "$crdtmp"/*.yaml "$dest/"
 done
 log "wrote $(cd "$crdtmp" && echo *.yaml) into $out/crds/bases and $out/deploy/crds"
+
+# The controller's RBAC, from the +kubebuilder:rbac markers above its reconcilers.
+rbactmp="$(mktemp -d)"
+trap 'rm -rf "$crdtmp" "$rbactmp"' EXIT
+"$gen" rbac:roleName=netpool-controller paths=./controller/... output:rbac:dir="$rbactmp"
+mkdir -p "$out/deploy"
+cp "$rbactmp/role.yaml" "$out/deploy/controller-role.yaml"
+log "wrote deploy/controller-role.yaml into $out"

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net/netip"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -23,6 +24,10 @@ const (
 // DefaultBboltPath is where the embedded store lives when bbolt.path is not set. /var/lib/cni is
 // where host-local keeps its state, so it survives reboots and is already on every node's backups.
 const DefaultBboltPath = "/var/lib/cni/netpool/netpool.db"
+
+// DefaultAgentSocket is the node agent's unix socket when kubernetes.agent_socket is not set. The
+// plugin forwards every datastore kubernetes call there; /run is where node daemons put sockets.
+const DefaultAgentSocket = "/run/netpool/agent.sock"
 
 // DefaultLockTimeout bounds how long an invocation waits for the store's file lock before it fails
 // with CNI error 11 (try again later), so a wedged peer can never hang the runtime.
@@ -55,8 +60,14 @@ type Config struct {
 	BboltPath               string
 	LockTimeout             time.Duration
 	Kubeconfig              string
-	LogFile                 string
-	LogLevel                string
+	// AgentSocket is the node agent's unix socket, which serves datastore kubernetes.
+	AgentSocket string
+	// Pool names an operator-made IPPool to draw from instead of an inline range (datastore
+	// kubernetes only). Ranges is then empty until the store fills it from the pool, and
+	// Requested is checked against the pool's range there.
+	Pool     string
+	LogFile  string
+	LogLevel string
 	// Requested are the specific addresses this invocation asks for, from runtimeConfig.ips,
 	// args.cni.ips and CNI_ARGS IP=, de-duplicated.
 	Requested []netip.Addr
@@ -111,8 +122,10 @@ type wireIPAM struct {
 	NetworkName             string         `json:"network_name"`
 	EnableOverlappingRanges *bool          `json:"enable_overlapping_ranges"`
 	Kubernetes              struct {
-		Kubeconfig string `json:"kubeconfig"`
+		Kubeconfig  string `json:"kubeconfig"`
+		AgentSocket string `json:"agent_socket"`
 	} `json:"kubernetes"`
+	Pool              string `json:"pool"`
 	ConfigurationPath string `json:"configuration_path"`
 	LogFile           string `json:"log_file"`
 	LogLevel          string `json:"log_level"`
@@ -135,7 +148,7 @@ var knownFields = func() []string {
 	known := []string{
 		"type", "range", "range_start", "range_end", "exclude", "ipRanges", "gateway", "routes", "dns",
 		"network_name", "enable_overlapping_ranges", "kubernetes", "configuration_path", "log_file",
-		"log_level", "datastore", "bbolt",
+		"log_level", "datastore", "bbolt", "pool",
 	}
 	return append(known, ignoredFields...)
 }()
@@ -190,6 +203,8 @@ func Load(stdin []byte, cniArgs string, readFlat FlatReader) (*Config, error) {
 		DNS:         w.DNS,
 		NetworkName: w.NetworkName,
 		Kubeconfig:  w.Kubernetes.Kubeconfig,
+		AgentSocket: w.Kubernetes.AgentSocket,
+		Pool:        w.Pool,
 		LogFile:     w.LogFile,
 		LogLevel:    w.LogLevel,
 	}
@@ -229,8 +244,12 @@ func (c *Config) setStore(w *wireIPAM) error {
 	switch c.Datastore {
 	case DatastoreBbolt:
 	case DatastoreKubernetes:
-		if c.Kubeconfig == "" {
-			return configErr("kubernetes.kubeconfig", "", "datastore kubernetes needs a kubeconfig path")
+		// The node agent holds the API credentials; kubernetes.kubeconfig only selects this datastore.
+		if c.AgentSocket == "" {
+			c.AgentSocket = DefaultAgentSocket
+		}
+		if !strings.HasPrefix(c.AgentSocket, "/") {
+			return configErr("kubernetes.agent_socket", c.AgentSocket, "must be an absolute path")
 		}
 	default:
 		return configErr("datastore", w.Datastore, "want %q or %q", DatastoreBbolt, DatastoreKubernetes)
@@ -262,6 +281,9 @@ func (c *Config) setRanges(w *wireIPAM) error {
 		}
 		gateway = g.Unmap()
 	}
+	if c.Pool != "" {
+		return c.checkPoolRef(w)
+	}
 	var specs []RangeSpec
 	var fields []string
 	if w.Range != "" || w.RangeStart != "" || w.RangeEnd != "" || len(w.Exclude) > 0 {
@@ -292,6 +314,23 @@ func (c *Config) setRanges(w *wireIPAM) error {
 	}
 	return nil
 }
+
+// checkPoolRef validates a config that draws from an operator-made pool: the pool owns the range,
+// exclusions and gateway, so the config may not set them too.
+func (c *Config) checkPoolRef(w *wireIPAM) error {
+	if c.Datastore != DatastoreKubernetes {
+		return configErr("pool", c.Pool, "a pool reference needs datastore %q", DatastoreKubernetes)
+	}
+	if !poolNameRE.MatchString(c.Pool) || len(c.Pool) > 253 {
+		return configErr("pool", c.Pool, "not a valid IPPool name (lower-case DNS subdomain)")
+	}
+	if w.Range != "" || w.RangeStart != "" || w.RangeEnd != "" || len(w.Exclude) > 0 || len(w.IPRanges) > 0 || w.Gateway != "" {
+		return configErr("pool", c.Pool, "the pool defines the range; remove range, range_start, range_end, exclude, ipRanges and gateway")
+	}
+	return nil
+}
+
+var poolNameRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
 
 func (c *Config) rangeList() string {
 	s := make([]string, len(c.Ranges))
@@ -336,6 +375,9 @@ func (c *Config) setRequested(runtimeIPs, argsIPs []string, cniArgsIP string) er
 			return err
 		}
 	}
+	if c.Pool != "" {
+		return nil // the store checks them once it has read the pool's range
+	}
 	seen := map[int]netip.Addr{}
 	for _, a := range c.Requested {
 		i := c.RangeFor(a)
@@ -373,7 +415,7 @@ func checkFields(raw []byte) error {
 	}
 	for k := range m {
 		if !slices.Contains(knownFields, k) {
-			return configErr("ipam", k, "unknown field (known: %s)", strings.Join(knownFields[:17], ", "))
+			return configErr("ipam", k, "unknown field (known: %s)", strings.Join(knownFields[:18], ", "))
 		}
 	}
 	return nil

@@ -121,6 +121,33 @@ func TestFlatFile(t *testing.T) {
 	}
 }
 
+func TestLoadKubernetes(t *testing.T) {
+	// kubernetes.kubeconfig selects the datastore (a whereabouts NAD keeps working); the node agent
+	// holds the credentials, so the plugin neither needs nor reads the file.
+	c, err := Load(netConf(`{"type":"netpool","range":"10.1.0.0/24","kubernetes":{"kubeconfig":"/etc/cni/net.d/whereabouts.d/whereabouts.kubeconfig"}}`), "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Datastore != DatastoreKubernetes || c.AgentSocket != DefaultAgentSocket || c.Pool != "" {
+		t.Errorf("datastore = %q, agent socket = %q, pool = %q", c.Datastore, c.AgentSocket, c.Pool)
+	}
+	c, err = Load(netConf(`{"type":"netpool","range":"10.1.0.0/24","datastore":"kubernetes","kubernetes":{"agent_socket":"/run/np/node-b.sock"}}`), "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.AgentSocket != "/run/np/node-b.sock" || c.Kubeconfig != "" {
+		t.Errorf("agent socket = %q, kubeconfig = %q", c.AgentSocket, c.Kubeconfig)
+	}
+	// A pool reference leaves the range to the store; requested addresses wait for it too.
+	c, err = Load([]byte(`{"name":"n","runtimeConfig":{"ips":["10.9.0.5/24"]},"ipam":{"type":"netpool","datastore":"kubernetes","pool":"blue.pools-1"}}`), "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Pool != "blue.pools-1" || len(c.Ranges) != 0 || fmt.Sprint(c.Requested) != "[10.9.0.5]" {
+		t.Errorf("pool = %q, ranges = %v, requested = %v", c.Pool, c.Ranges, c.Requested)
+	}
+}
+
 func TestLoadErrors(t *testing.T) {
 	tests := []struct {
 		name, conf, args, want string
@@ -135,7 +162,12 @@ func TestLoadErrors(t *testing.T) {
 		{"bad ipRanges entry", `{"ipam":{"type":"netpool","ipRanges":[{"range":"10.0.0.0/24"},{"range":"nope"}]}}`, "", `ipRanges[1].range "nope": not a CIDR`},
 		{"overlapping ranges", `{"ipam":{"type":"netpool","range":"10.0.0.0/16","ipRanges":[{"range":"10.0.5.0/24"}]}}`, "", `ipRanges[0].range "10.0.5.0/24": overlaps ipam (10.0.0.0/16)`},
 		{"bad datastore", `{"ipam":{"type":"netpool","range":"10.0.0.0/24","datastore":"etcd"}}`, "", `datastore "etcd": want "bbolt" or "kubernetes"`},
-		{"kubernetes without kubeconfig", `{"ipam":{"type":"netpool","range":"10.0.0.0/24","datastore":"kubernetes"}}`, "", `kubernetes.kubeconfig: datastore kubernetes needs a kubeconfig path`},
+		{"relative agent socket", `{"ipam":{"type":"netpool","range":"10.0.0.0/24","datastore":"kubernetes","kubernetes":{"agent_socket":"agent.sock"}}}`, "", `kubernetes.agent_socket "agent.sock": must be an absolute path`},
+		{"pool without kubernetes", `{"ipam":{"type":"netpool","pool":"blue"}}`, "", `pool "blue": a pool reference needs datastore "kubernetes"`},
+		{"pool name invalid", `{"ipam":{"type":"netpool","datastore":"kubernetes","pool":"Blue_1"}}`, "", `pool "Blue_1": not a valid IPPool name`},
+		{"pool and range", `{"ipam":{"type":"netpool","datastore":"kubernetes","pool":"blue","range":"10.0.0.0/24"}}`, "", `pool "blue": the pool defines the range`},
+		{"pool and gateway", `{"ipam":{"type":"netpool","datastore":"kubernetes","pool":"blue","gateway":"10.0.0.1"}}`, "", `pool "blue": the pool defines the range`},
+		{"pool and bad requested ip", `{"runtimeConfig":{"ips":["x"]},"ipam":{"type":"netpool","datastore":"kubernetes","pool":"blue"}}`, "", `runtimeConfig.ips "x": not an IP address`},
 		{"relative bbolt path", `{"ipam":{"type":"netpool","range":"10.0.0.0/24","bbolt":{"path":"x.db"}}}`, "", `bbolt.path "x.db": must be an absolute path`},
 		{"bad lock timeout", `{"ipam":{"type":"netpool","range":"10.0.0.0/24","bbolt":{"lock_timeout":"-1s"}}}`, "", `bbolt.lock_timeout "-1s": want a positive duration`},
 		{"bad log level", `{"ipam":{"type":"netpool","range":"10.0.0.0/24","log_level":"loud"}}`, "", `log_level "loud": want one of`},

@@ -6,6 +6,7 @@ import (
 	"github.com/containernetworking/cni/pkg/types"
 
 	"github.com/netpool/netpool/allocator"
+	"github.com/netpool/netpool/cni-plugin/agentproto"
 	"github.com/netpool/netpool/ipam"
 )
 
@@ -21,8 +22,9 @@ const (
 	CodeDatastoreNotSupport uint = 106
 )
 
-// errDatastoreNotSupported is returned while a datastore named in the config is not built in.
-var errDatastoreNotSupported = errors.New("datastore not supported by this build")
+// errDatastoreNotSupported is returned when a datastore named in the config cannot be served by
+// this process: datastore kubernetes reaches a Plugin that does not forward to the agent.
+var errDatastoreNotSupported = errors.New("datastore not served by this process")
 
 var codes = []struct {
 	err  error
@@ -30,6 +32,8 @@ var codes = []struct {
 }{
 	{ipam.ErrInvalidConfig, types.ErrInvalidNetworkConfig},
 	{allocator.ErrStoreBusy, types.ErrTryAgainLater},
+	{agentproto.ErrUnreachable, types.ErrTryAgainLater},
+	{agentproto.ErrNoAnswer, types.ErrTryAgainLater},
 	{allocator.ErrPoolExhausted, CodePoolExhausted},
 	{allocator.ErrAddressInUse, CodeAddressInUse},
 	{allocator.ErrAddressNotAllowed, CodeAddressNotAllowed},
@@ -58,11 +62,15 @@ func toCNIError(err error) error {
 }
 
 // toStatusError maps a STATUS failure onto the spec's codes: 50 when ADD cannot succeed
-// (exhausted, unusable store), 11 when the store is only busy.
+// (exhausted, unusable store, agent not reachable), 11 when the store is only busy. An error that
+// already has its code (the agent's answer) passes unchanged.
 func toStatusError(err error) error {
+	var cniErr *types.Error
 	switch {
 	case err == nil:
 		return nil
+	case errors.As(err, &cniErr):
+		return err
 	case errors.Is(err, allocator.ErrStoreBusy):
 		return toCNIError(err)
 	case errors.Is(err, ipam.ErrInvalidConfig):

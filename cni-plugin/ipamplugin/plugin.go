@@ -18,6 +18,7 @@ import (
 
 	"github.com/netpool/netpool/allocator"
 	"github.com/netpool/netpool/allocator/boltstore"
+	"github.com/netpool/netpool/cni-plugin/agentproto"
 	"github.com/netpool/netpool/ipam"
 )
 
@@ -33,11 +34,14 @@ type Plugin struct {
 	// Stdout receives the result; Stderr receives logs when the config names no log_file.
 	Stdout io.Writer
 	Stderr io.Writer
+	// Forward sends a datastore kubernetes call to the node agent (agentproto.Call in the binary).
+	// nil serves every call here through OpenStore, as the agent itself does.
+	Forward func(ctx context.Context, socket string, req *agentproto.Request) (*agentproto.Response, error)
 }
 
 // New returns the Plugin as the binary runs it.
 func New() *Plugin {
-	return &Plugin{ReadFile: os.ReadFile, OpenStore: OpenStore, Stdout: os.Stdout, Stderr: os.Stderr}
+	return &Plugin{ReadFile: os.ReadFile, OpenStore: OpenStore, Stdout: os.Stdout, Stderr: os.Stderr, Forward: agentproto.Call}
 }
 
 // OpenStore opens the datastore a config selects.
@@ -46,17 +50,19 @@ func OpenStore(c *ipam.Config) (allocator.Store, error) {
 	case ipam.DatastoreBbolt:
 		return boltstore.Open(c.BboltPath, c.LockTimeout)
 	}
-	return nil, fmt.Errorf("%w: %q (use %q)", errDatastoreNotSupported, c.Datastore, ipam.DatastoreBbolt)
+	// datastore kubernetes is served by the node agent; only a Plugin without Forward gets here.
+	return nil, fmt.Errorf("%w: %q is served by the netpool agent, and this process does not forward to it",
+		errDatastoreNotSupported, c.Datastore)
 }
 
 // Funcs are the verbs for skel.PluginMainFuncs.
 func (p *Plugin) Funcs() skel.CNIFuncs {
 	return skel.CNIFuncs{
-		Add:    func(a *skel.CmdArgs) error { return toCNIError(p.add(a)) },
-		Del:    func(a *skel.CmdArgs) error { return toCNIError(p.del(a)) },
-		Check:  func(a *skel.CmdArgs) error { return toCNIError(p.check(a)) },
-		GC:     func(a *skel.CmdArgs) error { return toCNIError(p.gc(a)) },
-		Status: func(a *skel.CmdArgs) error { return toStatusError(p.status(a)) },
+		Add:    func(a *skel.CmdArgs) error { return toCNIError(p.route(agentproto.VerbAdd, a, p.add)) },
+		Del:    func(a *skel.CmdArgs) error { return toCNIError(p.route(agentproto.VerbDel, a, p.del)) },
+		Check:  func(a *skel.CmdArgs) error { return toCNIError(p.route(agentproto.VerbCheck, a, p.check)) },
+		GC:     func(a *skel.CmdArgs) error { return toCNIError(p.route(agentproto.VerbGC, a, p.gc)) },
+		Status: func(a *skel.CmdArgs) error { return toStatusError(p.route(agentproto.VerbStatus, a, p.status)) },
 	}
 }
 

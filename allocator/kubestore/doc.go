@@ -1,0 +1,33 @@
+// Package kubestore is netpool's Kubernetes store: the allocator.Store of the node agent, over a
+// controller-runtime client and an informer cache that stay warm between CNI calls.
+//
+// Data model (DESIGN.md, Kubernetes mode):
+//
+//   - An allocation is one OverlappingRangeIPReservation named ReservationName(scope, address),
+//     created in one atomic Create: AlreadyExists means the address is taken, so the store tries
+//     another. scope is the NAD's network_name when enable_overlapping_ranges is on (the address is
+//     then unique across every pool of that network), else the pool's name. Reservations carry the
+//     node and pool labels, and the CNI network name in the NetworkAnnotation, which is what GC
+//     matches on.
+//   - Nodes pick candidates from IPPoolSlices they own: aligned blocks of the pool's range, claimed
+//     by one Create of SliceName(pool, index). Two nodes therefore never race for one address; the
+//     only cross-node contention is the claim of a new block, once per block. A slice only steers
+//     candidates; the reservation stays the lock, so a stale or lost slice costs a retry, never a
+//     duplicate.
+//   - When every block of the range is claimed and the node's own blocks are full, the node borrows:
+//     it lists the pool's reservations and creates one on any address still free, so a pool is
+//     exhausted exactly at its capacity whatever the spread of pods over nodes.
+//   - Allocations of one node serialise per pool on an in-agent lock (the node-local lock). No
+//     object grows with the number of allocations.
+//
+// Idempotency does not trust a cache that may lag: the store keeps a write-through index of this
+// node's reservations, filled from an informer restricted to the node's label (synced before the
+// store serves) and updated by the store's own Creates and Deletes, which tombstone what they
+// removed until the informer agrees.
+//
+// When the API server does not answer, a write is retried until the call's bound and then fails
+// with allocator.ErrStoreBusy (CNI error 11). A Create whose outcome is unknown (sent, no answer)
+// is recorded as pending: the next call for the same attachment, or a background loop once the API
+// server answers again, reads it back and either adopts it (that attachment asks again) or deletes
+// it, so no half-made reservation outlives the outage.
+package kubestore

@@ -1,0 +1,87 @@
+package kubestore
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/netpool/netpool/allocator"
+	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
+	"github.com/netpool/netpool/ipam"
+)
+
+// NetworkAnnotation holds, on every reservation, the CNI network name (the "name" of the network
+// config) of the attachment. GC releases only reservations of its own network on its own node; the
+// spec's networkName is the NAD's network_name, the address scope, which several CNI networks may
+// share.
+const NetworkAnnotation = ipamv1.GroupName + "/network"
+
+// newReservation builds the reservation that claims al.Addr in pool u for this node.
+func (s *Store) newReservation(u *poolUse, al *allocator.Allocation) *ipamv1.OverlappingRangeIPReservation {
+	r := &ipamv1.OverlappingRangeIPReservation{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: ipamv1.ReservationName(u.scope, al.Addr),
+			Labels: map[string]string{
+				ipamv1.NodeLabel: ipamv1.LabelValue(s.node),
+				ipamv1.PoolLabel: ipamv1.LabelValue(u.state.name),
+			},
+			Annotations: map[string]string{NetworkAnnotation: al.Network},
+		},
+		Spec: ipamv1.OverlappingRangeIPReservationSpec{
+			Address:     al.Addr.String(),
+			Pool:        u.state.name,
+			ContainerID: al.Owner.ContainerID,
+			IfName:      al.Owner.IfName,
+			PodUID:      al.Pod.UID,
+			Node:        s.node,
+			NetworkName: u.networkName,
+		},
+	}
+	if al.Pod.Namespace != "" && al.Pod.Name != "" {
+		r.Spec.PodRef = al.Pod.Namespace + "/" + al.Pod.Name
+	}
+	return r
+}
+
+// ownedBy reports whether r is the claim of owner on this node in pool, as one of this store's
+// earlier Creates would have made it.
+func (s *Store) ownedBy(r *ipamv1.OverlappingRangeIPReservation, pool string, owner allocator.Owner) bool {
+	return r.Spec.Node == s.node && r.Spec.Pool == pool &&
+		r.Spec.ContainerID == owner.ContainerID && r.Spec.IfName == owner.IfName
+}
+
+// holderText names who holds r, for "address in use" errors.
+func holderText(r *ipamv1.OverlappingRangeIPReservation) string {
+	s := fmt.Sprintf("%s/%s", r.Spec.ContainerID, r.Spec.IfName)
+	if r.Spec.PodRef != "" {
+		s += " (pod " + r.Spec.PodRef + ")"
+	}
+	if r.Spec.Node != "" {
+		s += " on node " + r.Spec.Node
+	}
+	if r.Spec.Pool != "" {
+		s += " in pool " + r.Spec.Pool
+	}
+	return s
+}
+
+func podOf(podRef, uid string) ipam.PodRef {
+	ns, name, _ := strings.Cut(podRef, "/")
+	return ipam.PodRef{Namespace: ns, Name: name, UID: uid}
+}
+
+// allocationOf converts an index entry into the allocator's view; key is the allocator's pool key.
+func allocationOf(key, scope string, e entry) allocator.Allocation {
+	return allocator.Allocation{
+		Pool: key, Addr: e.addr, Owner: e.owner, Network: e.network, Pod: e.pod,
+		Scope: scope, Created: e.created.UTC(),
+	}
+}
+
+// addrOf parses a reservation's address.
+func addrOf(r *ipamv1.OverlappingRangeIPReservation) (netip.Addr, bool) {
+	a, err := netip.ParseAddr(r.Spec.Address)
+	return a.Unmap(), err == nil
+}

@@ -1,0 +1,408 @@
+package kubestore
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"net/netip"
+	"slices"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/netpool/netpool/allocator"
+	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
+	"github.com/netpool/netpool/ipam"
+)
+
+// slicePoolField indexes the cached IPPoolSlices by spec.pool.
+const slicePoolField = "spec.pool"
+
+// listPage is the page size of the live list of a pool's reservations.
+const listPage = 1000
+
+// takenFn reports whether this node knows a to be held in u's scope: by one of its own reservations,
+// by a Create of this node in flight, or by another attachment that won a Create on it. The pool's
+// lock is held.
+func (s *Store) takenFn(u *poolUse) func(netip.Addr) bool {
+	return func(a netip.Addr) bool {
+		name := ipamv1.ReservationName(u.scope, a)
+		_, busy := u.state.inflight[name]
+		return busy || s.index.holds(a, name) || u.state.foreign[name]
+	}
+}
+
+// loadSlices reads the node's blocks of the pool from the cache, once per pool and agent life;
+// later blocks are added as the node claims them.
+func (s *Store) loadSlices(ctx context.Context, st *poolState) error {
+	if st.loaded {
+		return nil
+	}
+	list, err := s.cachedSlices(ctx, st.name)
+	if err != nil {
+		return err
+	}
+	for _, sl := range list {
+		if sl.Spec.Node != s.node {
+			continue
+		}
+		if own, ok := st.ownSlice(&sl); ok {
+			st.addSlice(own)
+		}
+	}
+	st.loaded = true
+	return nil
+}
+
+func (s *Store) cachedSlices(ctx context.Context, pool string) ([]ipamv1.IPPoolSlice, error) {
+	var list ipamv1.IPPoolSliceList
+	if err := s.cache.List(ctx, &list, client.MatchingFields{slicePoolField: pool}); err != nil {
+		return nil, fmt.Errorf("%w: failed to list slices of pool %s from the cache: %w", allocator.ErrStoreUnusable, pool, err)
+	}
+	return list.Items, nil
+}
+
+// ownSlice checks that sl is a block of st's layout and returns it.
+func (st *poolState) ownSlice(sl *ipamv1.IPPoolSlice) (ownSlice, bool) {
+	p, err := netip.ParsePrefix(sl.Spec.Range)
+	if err != nil || p.Bits() != st.geo.bits || !st.geo.subnet.Contains(p.Addr()) {
+		return ownSlice{}, false // carved with another layout: not a candidate source
+	}
+	return ownSlice{index: st.geo.index(p.Addr()), name: sl.Name, prefix: p.Masked()}, true
+}
+
+func (st *poolState) addSlice(o ownSlice) {
+	i, found := slices.BinarySearchFunc(st.slices, o.index, func(x ownSlice, t uint64) int {
+		switch {
+		case x.index < t:
+			return -1
+		case x.index > t:
+			return 1
+		}
+		return 0
+	})
+	if !found {
+		st.slices = slices.Insert(st.slices, i, o)
+	}
+}
+
+// candidates yields the addresses of the node's blocks that r may hand out and that taken does
+// not rule out, starting after the cursor and wrapping once. A block scanned whole without the
+// consumer stopping is marked full and skipped until something in it is released.
+func (st *poolState) candidates(r ipam.Range, taken func(netip.Addr) bool) iter.Seq[netip.Addr] {
+	return func(yield func(netip.Addr) bool) {
+		n := len(st.slices)
+		if n == 0 {
+			return
+		}
+		k := 0 // the block holding the cursor, or the first block after it
+		if st.cursor.IsValid() && st.geo.subnet.Contains(st.cursor) {
+			ci := st.geo.index(st.cursor)
+			k = slices.IndexFunc(st.slices, func(o ownSlice) bool { return o.index >= ci })
+			if k < 0 {
+				k = 0
+			}
+		}
+		cur := st.slices[k]
+		if !cur.prefix.Contains(st.cursor) {
+			for j := range n {
+				if !st.scanSlice(st.slices[(k+j)%n], r, taken, yield) {
+					return
+				}
+			}
+			return
+		}
+		// Resume after the cursor, go round the other blocks, and end with the cursor's block
+		// from its start up to the cursor.
+		if next := st.cursor.Next(); next.IsValid() && cur.prefix.Contains(next) {
+			if !scan(next, ipam.LastOf(cur.prefix), r, taken, yield) {
+				return
+			}
+		}
+		for j := 1; j < n; j++ {
+			if !st.scanSlice(st.slices[(k+j)%n], r, taken, yield) {
+				return
+			}
+		}
+		scan(cur.prefix.Addr(), st.cursor, r, taken, yield)
+	}
+}
+
+// sliceCandidates yields the candidates of one block.
+func (st *poolState) sliceCandidates(o ownSlice, r ipam.Range, taken func(netip.Addr) bool) iter.Seq[netip.Addr] {
+	return func(yield func(netip.Addr) bool) { st.scanSlice(o, r, taken, yield) }
+}
+
+// scanSlice scans block o whole; false means the consumer stopped. A block scanned to its end is
+// marked full for the part of it the window covers; a later scan with a window inside that part
+// skips it. (A config with fewer exclusions might still find an address there; when the node runs
+// out of blocks, borrowing lists the truth and clears every mark.)
+func (st *poolState) scanSlice(o ownSlice, r ipam.Range, taken func(netip.Addr) bool, yield func(netip.Addr) bool) bool {
+	part, ok := clip(o.prefix, r)
+	if !ok {
+		return true
+	}
+	if full, marked := st.full[o.index]; marked && full.Contains(part.First) && full.Contains(part.Last) {
+		return true
+	}
+	if !scan(part.First, part.Last, r, taken, yield) {
+		return false
+	}
+	if !st.inflightIn(o.prefix) { // a Create in flight may yet fail and free its address
+		st.full[o.index] = part
+	}
+	return true
+}
+
+// clip returns the part of block p inside r's window.
+func clip(p netip.Prefix, r ipam.Range) (ipam.Interval, bool) {
+	iv := ipam.Interval{First: p.Addr(), Last: ipam.LastOf(p)}
+	if iv.First.Compare(r.Start) < 0 {
+		iv.First = r.Start
+	}
+	if iv.Last.Compare(r.End) > 0 {
+		iv.Last = r.End
+	}
+	return iv, iv.First.Compare(iv.Last) <= 0
+}
+
+func (st *poolState) inflightIn(p netip.Prefix) bool {
+	for _, a := range st.inflight {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// scan yields the addresses of [from, to] that r allows and taken does not rule out; false means
+// the consumer stopped. Exclusions are jumped over in one step.
+func scan(from, to netip.Addr, r ipam.Range, taken func(netip.Addr) bool, yield func(netip.Addr) bool) bool {
+	a := from
+	for {
+		var ok bool
+		if a, ok = r.NextAllowed(a); !ok || a.Compare(to) > 0 {
+			return true
+		}
+		if !taken(a) && !yield(a) {
+			return false
+		}
+		if a = a.Next(); !a.IsValid() {
+			return true
+		}
+	}
+}
+
+// freeSliceIndex returns the first block of r's window that no node has claimed and that holds an
+// address r may hand out. also are blocks known to be claimed beyond what the cache shows.
+func (s *Store) freeSliceIndex(ctx context.Context, st *poolState, r ipam.Range, also map[uint64]bool) (uint64, bool, error) {
+	list, err := s.cachedSlices(ctx, st.name)
+	if err != nil {
+		return 0, false, err
+	}
+	claimed := map[uint64]bool{}
+	for _, sl := range list {
+		if o, ok := st.ownSlice(&sl); ok {
+			claimed[o.index] = true
+		}
+	}
+	for _, o := range st.slices {
+		claimed[o.index] = true
+	}
+	g := st.geo
+	i, last := g.index(r.Start), g.index(r.End)
+	for {
+		if claimed[i] || also[i] {
+			if i == last {
+				return 0, false, nil
+			}
+			i++
+			continue
+		}
+		block := g.block(i)
+		first := block.Addr()
+		if first.Compare(r.Start) < 0 {
+			first = r.Start
+		}
+		a, ok := r.NextAllowed(first)
+		if !ok {
+			return 0, false, nil
+		}
+		if !block.Contains(a) {
+			i = g.index(a) // the rest of the block is excluded: jump to the block of a
+			continue
+		}
+		return i, true, nil
+	}
+}
+
+// claimSlice claims the first free block of r's window for this node by creating its IPPoolSlice.
+// ok is false when every block is claimed.
+func (t *txn) claimSlice(u *poolUse, r ipam.Range) (ownSlice, bool, error) {
+	s, st := t.b.s, u.state
+	lost := map[uint64]bool{}
+	for {
+		i, ok, err := s.freeSliceIndex(t.ctx, st, r, lost)
+		if err != nil || !ok {
+			return ownSlice{}, false, err
+		}
+		sl := &ipamv1.IPPoolSlice{
+			ObjectMeta: metav1.ObjectMeta{
+				Name: ipamv1.SliceName(st.name, i),
+				Labels: map[string]string{
+					ipamv1.NodeLabel: ipamv1.LabelValue(s.node),
+					ipamv1.PoolLabel: ipamv1.LabelValue(st.name),
+				},
+			},
+			Spec: ipamv1.IPPoolSliceSpec{Pool: st.name, Range: st.geo.block(i).String(), Node: s.node},
+		}
+		err = s.retry(t.ctx, "create slice "+sl.Name, func(ctx context.Context) error {
+			return s.client.Create(ctx, sl.DeepCopy())
+		})
+		if apierrors.IsAlreadyExists(err) {
+			// Another node won the block, or an earlier attempt of ours did.
+			existing := &ipamv1.IPPoolSlice{}
+			err = s.retry(t.ctx, "read slice "+sl.Name, func(ctx context.Context) error {
+				return s.live.Get(ctx, client.ObjectKey{Name: sl.Name}, existing)
+			})
+			if apierrors.IsNotFound(err) {
+				continue // released again in between: the next round may claim it
+			}
+			if err == nil && existing.Spec.Node != s.node {
+				lost[i] = true
+				continue
+			}
+		}
+		if err != nil {
+			return ownSlice{}, false, apiFailure("claim slice "+sl.Name, err)
+		}
+		o := ownSlice{index: i, name: sl.Name, prefix: st.geo.block(i)}
+		st.addSlice(o)
+		return o, true, nil
+	}
+}
+
+// released updates the node's blocks after it released a: the block is no longer full, and a
+// block left with none of the node's reservations is given back when the node holds another block
+// of the pool, so idle blocks return to nodes that need them. Giving a block back is best effort:
+// a block is only a hint, so failing to delete it costs nothing but its reuse.
+func (s *Store) released(ctx context.Context, st *poolState, a netip.Addr) {
+	if !st.geo.subnet.Contains(a) {
+		return
+	}
+	i := st.geo.index(a)
+	delete(st.full, i)
+	k := slices.IndexFunc(st.slices, func(o ownSlice) bool { return o.index == i })
+	if k < 0 || len(st.slices) < 2 || s.index.countIn(st.name, st.slices[k].prefix) > 0 {
+		return
+	}
+	o := st.slices[k]
+	obj := &ipamv1.IPPoolSlice{}
+	obj.Name = o.name
+	actx, cancel := context.WithTimeout(ctx, attemptTimeout)
+	defer cancel()
+	if err := s.client.Delete(actx, obj); err != nil && !apierrors.IsNotFound(err) {
+		s.log.Info("Keeping an empty slice, giving it back failed", "slice", o.name, "err", err)
+		return
+	}
+	st.slices = slices.Delete(st.slices, k, k+1)
+}
+
+// borrow claims any free address of the pool when every block is claimed and the node's own are
+// full. It lists the addresses held in the pool's scope (this costs what the scope holds, and
+// happens only when the pool is nearly full or its blocks are spread thin) and creates a
+// reservation on the first address nobody holds, so the pool is exhausted exactly at its capacity.
+// The pool's lock is held throughout.
+func (t *txn) borrow(u *poolUse, p allocator.Pool, al *allocator.Allocation) error {
+	s, st := t.b.s, u.state
+	taken, err := s.scopeAddrs(t.ctx, u)
+	if err != nil {
+		return err
+	}
+	for a := range freeIn(p.Range, taken) {
+		name := ipamv1.ReservationName(u.scope, a)
+		if _, busy := st.inflight[name]; busy {
+			continue
+		}
+		res, _, err := t.tryCreate(u, al, a, false)
+		switch res {
+		case created:
+			st.cursor = a
+			return nil
+		case failed:
+			return err
+		}
+		st.foreign[name] = true
+	}
+	return fmt.Errorf("%w: no free address in pool %s (window %s-%s, capacity %s): every address is reserved",
+		allocator.ErrPoolExhausted, st.name, p.Range.Start, p.Range.End, capacityText(p.Range))
+}
+
+// scopeAddrs lists, live and page by page, the addresses held in u's scope inside the pool's range:
+// the reservations of every pool of the network when overlapping ranges are on (their names are
+// what makes addresses unique), else those of the pool. It also refreshes the node's hints:
+// foreign marks and full blocks are recomputed from the truth.
+func (s *Store) scopeAddrs(ctx context.Context, u *poolUse) ([]netip.Addr, error) {
+	st := u.state
+	sel := []client.ListOption{client.MatchingLabels{ipamv1.PoolLabel: ipamv1.LabelValue(st.name)}}
+	what := "list reservations of pool " + st.name
+	if u.overlap {
+		sel = []client.ListOption{client.MatchingFields{"spec.networkName": u.networkName}}
+		what = fmt.Sprintf("list reservations of network %q", u.networkName)
+	}
+	var out []netip.Addr
+	foreign := map[string]bool{}
+	cont := ""
+	for {
+		var list ipamv1.OverlappingRangeIPReservationList
+		err := s.retry(ctx, what, func(ctx context.Context) error {
+			return s.live.List(ctx, &list, append(sel, client.Limit(listPage), client.Continue(cont))...)
+		})
+		if err != nil {
+			return nil, apiFailure(what, err)
+		}
+		for i := range list.Items {
+			r := &list.Items[i]
+			if a, ok := addrOf(r); ok && st.geo.subnet.Contains(a) {
+				out = append(out, a)
+				if r.Spec.Node != s.node {
+					foreign[r.Name] = true
+				}
+			}
+		}
+		if cont = list.Continue; cont == "" {
+			break
+		}
+	}
+	slices.SortFunc(out, func(a, b netip.Addr) int { return a.Compare(b) })
+	out = slices.Compact(out)
+	st.foreign = foreign
+	clear(st.full)
+	return out, nil
+}
+
+// freeIn yields the addresses r may hand out that are not in taken (sorted), walking the gaps.
+func freeIn(r ipam.Range, taken []netip.Addr) iter.Seq[netip.Addr] {
+	return func(yield func(netip.Addr) bool) {
+		j := 0
+		a := r.Start
+		for {
+			var ok bool
+			if a, ok = r.NextAllowed(a); !ok {
+				return
+			}
+			for j < len(taken) && taken[j].Compare(a) < 0 {
+				j++
+			}
+			if j >= len(taken) || taken[j] != a {
+				if !yield(a) {
+					return
+				}
+			}
+			if a = a.Next(); !a.IsValid() || a.Compare(r.End) > 0 {
+				return
+			}
+		}
+	}
+}

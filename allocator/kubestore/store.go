@@ -1,0 +1,301 @@
+package kubestore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"regexp"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/netpool/netpool/allocator"
+	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
+	"github.com/netpool/netpool/ipam"
+)
+
+// Defaults of Options.
+const (
+	// DefaultAPITimeout bounds one store call while the API server does not answer.
+	DefaultAPITimeout = 10 * time.Second
+	// DefaultRetryInterval is the first wait between two attempts; it doubles up to a second.
+	DefaultRetryInterval = 100 * time.Millisecond
+	// DefaultResolveInterval is how often pending claims are looked at in the background.
+	DefaultResolveInterval = time.Second
+)
+
+// Options configure a Store.
+type Options struct {
+	// NodeName is the node the store allocates for: its reservations and slices carry this name.
+	NodeName string
+	// APITimeout bounds each Update and View, lock wait and API retries included; 0 means
+	// DefaultAPITimeout. The CNI call's own deadline (lock_timeout) bounds it too.
+	APITimeout time.Duration
+	// RetryInterval is the first wait between two attempts of a failed API call; 0 means
+	// DefaultRetryInterval.
+	RetryInterval time.Duration
+	// ResolveInterval is how often pending claims are resolved in the background; 0 means
+	// DefaultResolveInterval.
+	ResolveInterval time.Duration
+	// Log receives what the store does on its own (background resolution); nil discards it.
+	Log *slog.Logger
+}
+
+var nodeNameRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+
+// Store is the allocator.Store of one node over the Kubernetes API. One Store serves every CNI
+// call of the node; Bind gives each call its view of the pools its config names.
+type Store struct {
+	node   string
+	opts   Options
+	log    *slog.Logger
+	client client.Client // writes go to the API server; reads come from cache
+	live   client.Reader // reads that must not be stale
+	cache  cache.Cache
+	index  *index
+
+	mu     sync.Mutex
+	pools  map[string]*poolState // by IPPool name
+	owners map[allocator.Owner]*ownerLock
+	// pending are Creates of reservations whose outcome is unknown.
+	pending map[pendingClaim]struct{}
+}
+
+// pendingClaim is a reservation that may or may not exist: its Create was sent and no answer came
+// (or its rollback failed). It belongs to owner in pool until resolved.
+type pendingClaim struct {
+	name  string
+	pool  string
+	owner allocator.Owner
+}
+
+// Scheme returns a scheme with the kinds the store reads and writes.
+func Scheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	if err := corev1.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	if err := ipamv1.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// restMapper maps the store's kinds without asking the API server, so a store can be made (and an
+// agent started) while the API server is down; every kind is cluster-scoped.
+func restMapper() meta.RESTMapper {
+	m := meta.NewDefaultRESTMapper([]schema.GroupVersion{ipamv1.GroupVersion, corev1.SchemeGroupVersion})
+	for _, kind := range []string{"IPPool", "IPPoolSlice", "OverlappingRangeIPReservation"} {
+		m.Add(ipamv1.GroupVersion.WithKind(kind), meta.RESTScopeRoot)
+	}
+	m.Add(corev1.SchemeGroupVersion.WithKind("Namespace"), meta.RESTScopeRoot)
+	return m
+}
+
+// New returns a Store for opts.NodeName over the API server cfg points at. Call Start before use.
+func New(cfg *rest.Config, opts Options) (*Store, error) {
+	if !nodeNameRE.MatchString(opts.NodeName) || len(opts.NodeName) > 253 {
+		return nil, fmt.Errorf("node name %q is not a valid Kubernetes node name", opts.NodeName)
+	}
+	if opts.APITimeout <= 0 {
+		opts.APITimeout = DefaultAPITimeout
+	}
+	if opts.RetryInterval <= 0 {
+		opts.RetryInterval = DefaultRetryInterval
+	}
+	if opts.ResolveInterval <= 0 {
+		opts.ResolveInterval = DefaultResolveInterval
+	}
+	scheme, err := Scheme()
+	if err != nil {
+		return nil, err
+	}
+	httpClient, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("failed to build the HTTP client: %w", err)
+	}
+	mapper := restMapper()
+	c, err := cache.New(cfg, cache.Options{
+		HTTPClient: httpClient, Scheme: scheme, Mapper: mapper,
+		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject: map[client.Object]cache.ByObject{
+			// Only this node's reservations: the index of what the node holds.
+			&ipamv1.OverlappingRangeIPReservation{}: {
+				Label: labels.SelectorFromSet(labels.Set{ipamv1.NodeLabel: ipamv1.LabelValue(opts.NodeName)}),
+			},
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("failed to build the cache: %w", err)
+	}
+	live, err := client.New(cfg, client.Options{HTTPClient: httpClient, Scheme: scheme, Mapper: mapper})
+	if err != nil {
+		return nil, fmt.Errorf("failed to build the client: %w", err)
+	}
+	cached, err := client.New(cfg, client.Options{HTTPClient: httpClient, Scheme: scheme, Mapper: mapper,
+		Cache: &client.CacheOptions{Reader: c}})
+	if err != nil {
+		return nil, fmt.Errorf("failed to build the client: %w", err)
+	}
+	log := opts.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Store{
+		node: opts.NodeName, opts: opts, log: log.With("node", opts.NodeName),
+		client: cached, live: live, cache: c, index: newIndex(),
+		pools: map[string]*poolState{}, owners: map[allocator.Owner]*ownerLock{}, pending: map[pendingClaim]struct{}{},
+	}, nil
+}
+
+// Start runs the cache until ctx ends and returns once it has synced, so that the index holds
+// every reservation of the node before the first call is served.
+func (s *Store) Start(ctx context.Context) error {
+	inf, err := s.cache.GetInformer(ctx, &ipamv1.OverlappingRangeIPReservation{}, cache.BlockUntilSynced(false))
+	if err != nil {
+		return fmt.Errorf("failed to watch reservations: %w", err)
+	}
+	reg, err := inf.AddEventHandler(s.index.handler())
+	if err != nil {
+		return fmt.Errorf("failed to watch reservations: %w", err)
+	}
+	err = s.cache.IndexField(ctx, &ipamv1.IPPoolSlice{}, slicePoolField, func(o client.Object) []string {
+		return []string{o.(*ipamv1.IPPoolSlice).Spec.Pool}
+	})
+	if err != nil {
+		return fmt.Errorf("failed to index slices: %w", err)
+	}
+	for _, obj := range []client.Object{&ipamv1.IPPoolSlice{}, &ipamv1.IPPool{}, &corev1.Namespace{}} {
+		if _, err := s.cache.GetInformer(ctx, obj, cache.BlockUntilSynced(false)); err != nil {
+			return fmt.Errorf("failed to watch %T: %w", obj, err)
+		}
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- s.cache.Start(ctx) }()
+	synced := make(chan bool, 1)
+	go func() {
+		synced <- s.cache.WaitForCacheSync(ctx) && toolscache.WaitForCacheSync(ctx.Done(), reg.HasSynced)
+	}()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("failed to start the cache: %w", err)
+	case ok := <-synced:
+		if !ok {
+			return fmt.Errorf("cache did not sync: %w", context.Cause(ctx))
+		}
+	}
+	go s.resolveLoop(ctx)
+	return nil
+}
+
+// Node returns the node the store allocates for.
+func (s *Store) Node() string { return s.node }
+
+// Pending returns how many claims have an unknown outcome; tests wait for it to reach 0.
+func (s *Store) Pending() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.pending)
+}
+
+// poolState returns the node's state of pool, creating it with g on first use.
+func (s *Store) poolState(pool *ipamv1.IPPool, g geometry) *poolState {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.pools[pool.Name]
+	if p == nil {
+		p = &poolState{name: pool.Name, geo: g, pool: pool, lock: make(chan struct{}, 1),
+			foreign: map[string]bool{}, full: map[uint64]ipam.Interval{}, inflight: map[string]netip.Addr{}}
+		s.pools[pool.Name] = p
+	}
+	return p
+}
+
+// binding is the store as one CNI call sees it: the pools of its config, by allocator pool key.
+type binding struct {
+	s     *Store
+	pools map[string]*poolUse
+}
+
+// poolUse is one pool as one config uses it.
+type poolUse struct {
+	state       *poolState
+	scope       string // ReservationName scope
+	overlap     bool   // scope is the network (enable_overlapping_ranges), not the pool
+	networkName string // the NAD's network_name
+}
+
+var _ allocator.Store = (*binding)(nil)
+
+// Bind returns the store for one CNI call with config c. It creates c's inline pools on first use,
+// or reads the pool c references, checks that the pool admits the pod's namespace, and fills
+// c.Ranges from it. Close on the result does nothing: the Store outlives the call.
+func (s *Store) Bind(c *ipam.Config) (allocator.Store, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.opts.APITimeout)
+	defer cancel()
+	if c.Pool != "" {
+		if err := s.resolvePoolRef(ctx, c); err != nil {
+			return nil, err
+		}
+	}
+	b := &binding{s: s, pools: map[string]*poolUse{}}
+	for i, r := range c.Ranges {
+		var st *poolState
+		if c.Pool != "" {
+			st = s.poolStateFor(c.Pool)
+		} else {
+			var err error
+			if st, err = s.ensureInlinePool(ctx, c, r); err != nil {
+				return nil, err
+			}
+		}
+		u := &poolUse{state: st, networkName: c.NetworkName, scope: st.name}
+		if c.EnableOverlappingRanges {
+			u.scope, u.overlap = c.NetworkName, true
+		}
+		b.pools[c.PoolKey(i)] = u
+	}
+	return b, nil
+}
+
+func (b *binding) Close() error { return nil }
+
+// Update runs fn as one call. When fn fails, the reservations it created are deleted again, so a
+// dual-stack ADD that fails on its second range leaves nothing behind; releases are not undone (DEL
+// and GC are repeated by the runtime).
+//
+// Locking: a call holds the lock of the attachment it works on (one at a time) from its first use
+// to its end, so two calls for one attachment never interleave. The node-local lock of a pool is
+// held only while a candidate is chosen and the node's view of the pool changes; the Create that
+// claims the candidate runs outside it, so one node's ADDs to one pool choose one after another
+// but claim concurrently.
+func (b *binding) Update(ctx context.Context, fn func(allocator.Txn) error) error {
+	return b.run(ctx, true, fn)
+}
+
+// View runs fn with the same locks; its Txn refuses to claim or release.
+func (b *binding) View(ctx context.Context, fn func(allocator.Txn) error) error {
+	return b.run(ctx, false, fn)
+}
+
+func (b *binding) run(ctx context.Context, writable bool, fn func(allocator.Txn) error) error {
+	ctx, cancel := context.WithTimeout(ctx, b.s.opts.APITimeout)
+	defer cancel()
+	t := &txn{b: b, ctx: ctx, writable: writable}
+	defer t.unlockOwner()
+	if err := fn(t); err != nil {
+		return errors.Join(err, t.rollback())
+	}
+	return nil
+}

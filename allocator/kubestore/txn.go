@@ -1,0 +1,420 @@
+package kubestore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/netpool/netpool/allocator"
+	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
+)
+
+// rollbackTimeout bounds the deletes that undo a failed Update. What cannot be deleted in time is
+// left pending and deleted in the background.
+const rollbackTimeout = 5 * time.Second
+
+// maxProbes bounds how many candidates HasFree reads back before it lists the pool instead.
+const maxProbes = 8
+
+// errReadOnly is returned when a View tries to change state.
+var errReadOnly = errors.New("kubestore: claim or release in a read-only transaction")
+
+// txn is one Update or View.
+type txn struct {
+	b        *binding
+	ctx      context.Context
+	writable bool
+	// owner is the attachment whose lock the txn holds, when locked is set.
+	owner  allocator.Owner
+	locked bool
+	// created are the reservations this txn made, in order; rollback deletes them.
+	created []claimRef
+}
+
+// claimRef names one reservation this store created.
+type claimRef struct {
+	name  string
+	uid   types.UID
+	pool  string
+	owner allocator.Owner
+}
+
+// outcome is what one Create of a candidate came to.
+type outcome int
+
+const (
+	created outcome = iota // the reservation is ours (made now or by a lost earlier attempt)
+	taken                  // another attachment holds the address
+	failed                 // the API server failed us; see the error
+)
+
+var _ allocator.Txn = (*txn)(nil)
+
+func (t *txn) use(key string) (*poolUse, error) {
+	u := t.b.pools[key]
+	if u == nil {
+		return nil, fmt.Errorf("%w: pool %s is not part of this call's config", allocator.ErrStoreUnusable, key)
+	}
+	return u, nil
+}
+
+// lockOwner makes the txn hold owner's lock, giving up the lock of any other attachment first (GC
+// goes through several), so a txn never waits while holding one.
+func (t *txn) lockOwner(owner allocator.Owner) error {
+	if t.locked && t.owner == owner {
+		return nil
+	}
+	t.unlockOwner()
+	if err := t.b.s.lockOwner(t.ctx, owner); err != nil {
+		return err
+	}
+	t.owner, t.locked = owner, true
+	return nil
+}
+
+func (t *txn) unlockOwner() {
+	if t.locked {
+		t.b.s.unlockOwner(t.owner)
+		t.locked = false
+	}
+}
+
+// Get returns owner's address in the pool from the index, after settling any claim of owner whose
+// outcome is still unknown.
+func (t *txn) Get(key string, owner allocator.Owner) (allocator.Allocation, bool, error) {
+	u, err := t.use(key)
+	if err != nil {
+		return allocator.Allocation{}, false, err
+	}
+	if err := t.lockOwner(owner); err != nil {
+		return allocator.Allocation{}, false, err
+	}
+	if err := t.b.s.settleOwner(t.ctx, u.state.name, owner); err != nil {
+		return allocator.Allocation{}, false, err
+	}
+	es := t.b.s.index.owned(u.state.name, owner)
+	if len(es) == 0 {
+		return allocator.Allocation{}, false, nil
+	}
+	return allocationOf(key, u.scope, es[0]), true, nil
+}
+
+// ClaimNext claims a free address: first from the node's own blocks (round-robin after the last
+// choice), then from a newly claimed block, and when every block is claimed, from any address of
+// the pool still free (borrowing from other nodes' blocks). Choosing happens under the pool's
+// node-local lock; the Create of the choice does not.
+func (t *txn) ClaimNext(p allocator.Pool, al *allocator.Allocation) error {
+	if !t.writable {
+		return errReadOnly
+	}
+	u, err := t.use(p.Key)
+	if err != nil {
+		return err
+	}
+	if err := t.lockOwner(al.Owner); err != nil {
+		return err
+	}
+	st := u.state
+	for {
+		if err := lockPool(t.ctx, st); err != nil {
+			return err
+		}
+		a, ok, err := t.choose(u, p)
+		if err != nil || !ok {
+			if err == nil {
+				err = t.borrow(u, p, al) // every block is claimed; still under the lock
+			}
+			unlockPool(st)
+			return err
+		}
+		name := ipamv1.ReservationName(u.scope, a)
+		st.inflight[name] = a
+		unlockPool(st)
+
+		res, _, err := t.tryCreate(u, al, a, false)
+
+		// The lock is taken without a bound: its holders are bounded by their own calls' bounds,
+		// and the inflight mark must go whatever happens.
+		st.lock <- struct{}{}
+		delete(st.inflight, name)
+		if res == taken {
+			st.foreign[name] = true
+		}
+		unlockPool(st)
+		if res != taken {
+			return err
+		}
+		// The next round chooses again, past the address found taken.
+	}
+}
+
+// choose picks the next candidate of the node's blocks, claiming a new block when those are full.
+// ok is false when no block is left to claim. The pool's lock is held.
+func (t *txn) choose(u *poolUse, p allocator.Pool) (netip.Addr, bool, error) {
+	s, st := t.b.s, u.state
+	if err := s.loadSlices(t.ctx, st); err != nil {
+		return netip.Addr{}, false, err
+	}
+	for a := range st.candidates(p.Range, s.takenFn(u)) {
+		st.cursor = a
+		return a, true, nil
+	}
+	for {
+		sl, ok, err := t.claimSlice(u, p.Range)
+		if err != nil || !ok {
+			return netip.Addr{}, false, err
+		}
+		for a := range st.sliceCandidates(sl, p.Range, s.takenFn(u)) {
+			st.cursor = a
+			return a, true, nil
+		}
+	}
+}
+
+// Claim claims the requested al.Addr, or returns ErrAddressInUse naming the holder.
+func (t *txn) Claim(p allocator.Pool, al *allocator.Allocation) error {
+	if !t.writable {
+		return errReadOnly
+	}
+	u, err := t.use(p.Key)
+	if err != nil {
+		return err
+	}
+	if err := t.lockOwner(al.Owner); err != nil {
+		return err
+	}
+	name := ipamv1.ReservationName(u.scope, al.Addr)
+	if e, held := t.b.s.index.lookup(name); held {
+		return fmt.Errorf("%w: %s in pool %s is held by %s/%s on node %s", allocator.ErrAddressInUse, al.Addr,
+			u.state.name, e.owner.ContainerID, e.owner.IfName, t.b.s.node)
+	}
+	res, holder, err := t.tryCreate(u, al, al.Addr, true)
+	if res == taken {
+		return fmt.Errorf("%w: %s in pool %s is held by %s", allocator.ErrAddressInUse, al.Addr, u.state.name, holder)
+	}
+	return err
+}
+
+// tryCreate creates the reservation of a for al. When another attachment holds a, the outcome is
+// taken, and holder names it if wantHolder is set. A reservation of al's own attachment left by an
+// earlier attempt of this call whose answer was lost is adopted. Without such an attempt, an
+// existing reservation cannot be al's (the index, settled first, says al holds nothing), so it is
+// not read. tryCreate touches no pool state: the caller may not hold the pool's lock.
+func (t *txn) tryCreate(u *poolUse, al *allocator.Allocation, a netip.Addr, wantHolder bool) (outcome, string, error) {
+	s := t.b.s
+	al.Addr = a
+	want := s.newReservation(u, al)
+	got := want.DeepCopy()
+	uncertain := false
+	err := s.retry(t.ctx, "create reservation "+want.Name, func(ctx context.Context) error {
+		obj := want.DeepCopy()
+		err := s.client.Create(ctx, obj)
+		switch {
+		case err == nil:
+			got = obj
+		case maybeApplied(err):
+			uncertain = true
+		}
+		return err
+	})
+	pending := pendingClaim{name: want.Name, pool: u.state.name, owner: al.Owner}
+	switch {
+	case err == nil:
+		t.adopt(u, got)
+		return created, "", nil
+	case apierrors.IsAlreadyExists(err) && !uncertain && !wantHolder:
+		return taken, "", nil
+	case apierrors.IsAlreadyExists(err):
+		existing := &ipamv1.OverlappingRangeIPReservation{}
+		gerr := s.retry(t.ctx, "read reservation "+want.Name, func(ctx context.Context) error {
+			return s.live.Get(ctx, client.ObjectKey{Name: want.Name}, existing)
+		})
+		switch {
+		case apierrors.IsNotFound(gerr):
+			return taken, "an attachment that has just released it", nil // gone again: try another
+		case gerr != nil:
+			if uncertain {
+				s.addPending(pending)
+			}
+			return failed, "", apiFailure("read reservation "+want.Name, gerr)
+		case s.ownedBy(existing, u.state.name, al.Owner):
+			t.adopt(u, existing)
+			return created, "", nil
+		}
+		return taken, holderText(existing), nil
+	}
+	err = apiFailure("create reservation "+want.Name, err)
+	if uncertain {
+		s.addPending(pending)
+		err = fmt.Errorf("%w (reservation %s may exist; it is deleted once the API server answers, unless this attachment is added again first)", err, want.Name)
+	}
+	return failed, "", err
+}
+
+// adopt records a reservation this txn now holds.
+func (t *txn) adopt(u *poolUse, r *ipamv1.OverlappingRangeIPReservation) {
+	t.b.s.index.put(r)
+	t.created = append(t.created, claimRef{name: r.Name, uid: r.UID, pool: u.state.name,
+		owner: allocator.Owner{ContainerID: r.Spec.ContainerID, IfName: r.Spec.IfName}})
+}
+
+// Release deletes owner's reservations in the pool. A reservation already gone is not an error.
+func (t *txn) Release(key string, owner allocator.Owner) (allocator.Allocation, bool, error) {
+	if !t.writable {
+		return allocator.Allocation{}, false, errReadOnly
+	}
+	u, err := t.use(key)
+	if err != nil {
+		return allocator.Allocation{}, false, err
+	}
+	if err := t.lockOwner(owner); err != nil {
+		return allocator.Allocation{}, false, err
+	}
+	s := t.b.s
+	if err := s.settleOwner(t.ctx, u.state.name, owner); err != nil {
+		return allocator.Allocation{}, false, err
+	}
+	es := s.index.owned(u.state.name, owner)
+	if len(es) == 0 {
+		return allocator.Allocation{}, false, nil
+	}
+	for _, e := range es {
+		if err := s.deleteReservation(t.ctx, e.name, e.uid); err != nil {
+			return allocator.Allocation{}, false, err
+		}
+		if err := lockPool(t.ctx, u.state); err != nil {
+			return allocator.Allocation{}, false, err
+		}
+		s.released(t.ctx, u.state, e.addr)
+		unlockPool(u.state)
+	}
+	return allocationOf(key, u.scope, es[0]), true, nil
+}
+
+// deleteReservation deletes reservation name if it is still the object uid, retrying while the API
+// server does not answer, and removes it from the index.
+func (s *Store) deleteReservation(ctx context.Context, name string, uid types.UID) error {
+	obj := &ipamv1.OverlappingRangeIPReservation{}
+	obj.Name = name
+	var opts []client.DeleteOption
+	if uid != "" {
+		opts = append(opts, client.Preconditions{UID: &uid})
+	}
+	err := s.retry(ctx, "delete reservation "+name, func(ctx context.Context) error {
+		return s.client.Delete(ctx, obj.DeepCopy(), opts...)
+	})
+	// NotFound: already gone. Conflict: the UID precondition failed, so the name now belongs to
+	// another claim and ours is gone.
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return apiFailure("delete reservation "+name, err)
+	}
+	s.index.remove(name, uid, true)
+	return nil
+}
+
+// ForEach visits this node's reservations of the pool, in address order. Reservations of other
+// nodes are never visited: GC on a node releases only that node's attachments.
+func (t *txn) ForEach(key string, fn func(allocator.Allocation) error) error {
+	u, err := t.use(key)
+	if err != nil {
+		return err
+	}
+	for _, e := range t.b.s.index.inPool(u.state.name) {
+		if err := fn(allocationOf(key, u.scope, e)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// HasFree reports whether ClaimNext would find an address. An unclaimed block answers at once;
+// otherwise a candidate of the node's blocks counts only once the API server confirms nobody holds
+// it (the node's hints may lag other nodes' borrowing), and failing that the pool is listed.
+func (t *txn) HasFree(p allocator.Pool) (bool, error) {
+	u, err := t.use(p.Key)
+	if err != nil {
+		return false, err
+	}
+	s, st := t.b.s, u.state
+	if err := lockPool(t.ctx, st); err != nil {
+		return false, err
+	}
+	defer unlockPool(st)
+	if err := s.loadSlices(t.ctx, st); err != nil {
+		return false, err
+	}
+	// The cache may not show a block another node claimed a moment ago: read it back.
+	claimed := map[uint64]bool{}
+	for range maxProbes {
+		i, ok, err := s.freeSliceIndex(t.ctx, st, p.Range, claimed)
+		if err != nil {
+			return false, err
+		}
+		if !ok {
+			break
+		}
+		name := ipamv1.SliceName(st.name, i)
+		err = s.retry(t.ctx, "read slice "+name, func(ctx context.Context) error {
+			return s.live.Get(ctx, client.ObjectKey{Name: name}, &ipamv1.IPPoolSlice{})
+		})
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		if err != nil {
+			return false, apiFailure("read slice "+name, err)
+		}
+		claimed[i] = true
+	}
+	probes := 0
+	for a := range st.candidates(p.Range, s.takenFn(u)) {
+		if probes++; probes > maxProbes {
+			break
+		}
+		name := ipamv1.ReservationName(u.scope, a)
+		err := s.retry(t.ctx, "read reservation "+name, func(ctx context.Context) error {
+			return s.live.Get(ctx, client.ObjectKey{Name: name}, &ipamv1.OverlappingRangeIPReservation{})
+		})
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		if err != nil {
+			return false, apiFailure("read reservation "+name, err)
+		}
+		st.foreign[name] = true
+	}
+	taken, err := s.scopeAddrs(t.ctx, u)
+	if err != nil {
+		return false, err
+	}
+	for range freeIn(p.Range, taken) {
+		return true, nil
+	}
+	return false, nil
+}
+
+// rollback deletes what a failed Update created, newest first. What cannot be deleted in time is
+// left pending, for the background loop.
+func (t *txn) rollback() error {
+	if len(t.created) == 0 {
+		return nil
+	}
+	s := t.b.s
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(t.ctx), min(rollbackTimeout, s.opts.APITimeout))
+	defer cancel()
+	var errs []error
+	for i := len(t.created) - 1; i >= 0; i-- {
+		c := t.created[i]
+		if err := s.deleteReservation(ctx, c.name, c.uid); err != nil {
+			s.addPending(pendingClaim{name: c.name, pool: c.pool, owner: c.owner})
+			errs = append(errs, fmt.Errorf("failed to roll back reservation %s (left for the background loop): %w", c.name, err))
+		}
+	}
+	t.created = nil
+	return errors.Join(errs...)
+}

@@ -1,0 +1,173 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/containernetworking/cni/pkg/skel"
+	"github.com/containernetworking/cni/pkg/types"
+	"k8s.io/client-go/rest"
+
+	"github.com/netpool/netpool/cni-plugin/agentproto"
+	"github.com/netpool/netpool/cni-plugin/ipamplugin"
+	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
+	"github.com/netpool/netpool/test/envtest"
+)
+
+// socketDir returns a short directory for sockets (paths are limited to 108 bytes).
+func socketDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "npa")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	return dir
+}
+
+// running is an agent started by a test.
+type running struct {
+	agent  *Agent
+	socket string
+	cancel context.CancelFunc
+	done   chan error
+	once   sync.Once
+}
+
+// MustRun starts an agent for node on env and waits until it serves; the test's end stops it.
+func MustRun(t *testing.T, env *envtest.Env, node, socket string, opts Options) *running {
+	t.Helper()
+	cfg := rest.CopyConfig(env.Config)
+	cfg.QPS, cfg.Burst = DefaultQPS, DefaultBurst
+	opts.NodeName, opts.Socket = node, socket
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
+	}
+	if opts.Stderr == nil {
+		opts.Stderr = &bytes.Buffer{}
+	}
+	a, err := New(cfg, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &running{agent: a, socket: socket, cancel: cancel, done: make(chan error, 1)}
+	go func() { r.done <- a.Run(ctx) }()
+	select {
+	case <-a.Ready():
+	case err := <-r.done:
+		cancel()
+		t.Fatalf("agent %s stopped: %v", node, err)
+	case <-time.After(30 * time.Second):
+		cancel()
+		t.Fatalf("agent %s not ready after 30s", node)
+	}
+	t.Cleanup(func() { r.stop(t) })
+	return r
+}
+
+// stop stops the agent and checks that Run ended cleanly; later calls do nothing.
+func (r *running) stop(t *testing.T) {
+	r.once.Do(func() {
+		r.cancel()
+		if err := <-r.done; err != nil {
+			t.Errorf("agent Run = %v", err)
+		}
+	})
+}
+
+// shim is the plugin binary's Plugin, in-process: it forwards datastore kubernetes calls.
+type shim struct {
+	out *bytes.Buffer
+	p   *ipamplugin.Plugin
+}
+
+func newShim() *shim {
+	out := &bytes.Buffer{}
+	return &shim{out: out, p: &ipamplugin.Plugin{
+		ReadFile:  func(p string) ([]byte, error) { return nil, fmt.Errorf("%s: %w", p, fs.ErrNotExist) },
+		OpenStore: ipamplugin.OpenStore, Stdout: out, Stderr: &bytes.Buffer{}, Forward: agentproto.Call,
+	}}
+}
+
+// call runs verb for attachment id (ifName net1) and returns what the plugin printed.
+func (s *shim) call(verb, id, args string, stdin []byte) (string, error) {
+	s.out.Reset()
+	f := s.p.Funcs()
+	fn := map[string]func(*skel.CmdArgs) error{"ADD": f.Add, "DEL": f.Del, "CHECK": f.Check, "GC": f.GC, "STATUS": f.Status}[verb]
+	err := fn(&skel.CmdArgs{ContainerID: id, IfName: "net1", Netns: "/var/run/netns/" + id, Args: args, StdinData: stdin})
+	return s.out.String(), err
+}
+
+// addIP runs an ADD and returns the first address of its result.
+func (s *shim) addIP(t *testing.T, id string, stdin []byte) string {
+	t.Helper()
+	out, err := s.call("ADD", id, "", stdin)
+	if err != nil {
+		t.Fatalf("ADD %s: %v", id, err)
+	}
+	return firstIP(t, out)
+}
+
+func firstIP(t *testing.T, out string) string {
+	t.Helper()
+	var res struct {
+		IPs []struct{ Address string } `json:"ips"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil || len(res.IPs) == 0 {
+		t.Fatalf("result %q: %v", out, err)
+	}
+	ip, _, _ := strings.Cut(res.IPs[0].Address, "/")
+	return ip
+}
+
+// netConf is a network config for the agent at socket.
+func netConf(name, socket, ipamExtra string) []byte {
+	return fmt.Appendf(nil, `{"cniVersion":"1.1.0","name":%q,"ipam":{"type":"netpool","datastore":"kubernetes","kubernetes":{"agent_socket":%q}%s}}`,
+		name, socket, ipamExtra)
+}
+
+func wantCode(t *testing.T, err error, code uint, msg string) {
+	t.Helper()
+	var e *types.Error
+	if !errors.As(err, &e) {
+		t.Fatalf("error %v is not a CNI error", err)
+	}
+	if e.Code != code || !strings.Contains(e.Msg, msg) {
+		t.Fatalf("error = code %d %q, want code %d containing %q", e.Code, e.Msg, code, msg)
+	}
+}
+
+func codeOf(err error) uint {
+	var e *types.Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return 0
+}
+
+// warmUp creates and deletes one IPPool: the API server's first IPPool write after it starts takes
+// about 2 s (measured; the other kinds' first writes take milliseconds), as long as the short
+// bounds of the outage tests.
+func warmUp(t *testing.T, env *envtest.Env) {
+	t.Helper()
+	p := &ipamv1.IPPool{Spec: ipamv1.IPPoolSpec{Range: "192.0.2.0/24"}}
+	p.Name = "warm-up"
+	ctx := context.Background()
+	if err := env.Client.Create(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Delete(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+}

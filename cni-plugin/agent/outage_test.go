@@ -1,0 +1,156 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/containernetworking/cni/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
+	"github.com/netpool/netpool/test/envtest"
+)
+
+// TestAPIServerRestartDuringARun keeps ADDs running on two nodes while the API server is killed and
+// etcd stopped, and both are started again. During the outage every ADD fails with CNI error 11 within the bound;
+// afterwards the runtime's retries succeed, no address is held twice, nothing is left half-made,
+// and DEL reclaims everything.
+func TestAPIServerRestartDuringARun(t *testing.T) {
+	env := envtest.Start(t)
+	warmUp(t, env)
+	dir := socketDir(t)
+	const bound = 2 * time.Second
+	nodes := []*running{
+		MustRun(t, env, "node-a", filepath.Join(dir, "a.sock"), Options{APITimeout: bound}),
+		MustRun(t, env, "node-b", filepath.Join(dir, "b.sock"), Options{APITimeout: bound}),
+	}
+	extra := `,"range":"10.80.0.0/16"`
+	conf := func(n *running) []byte { return netConf("net1", n.socket, extra) }
+	for _, n := range nodes {
+		newShim().addIP(t, "warm-"+n.agent.opts.NodeName, conf(n)) // pool created, a block claimed
+	}
+
+	type result struct {
+		node    *running
+		id      string
+		err     error
+		elapsed time.Duration
+	}
+	var mu sync.Mutex
+	var results []result
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := range 6 {
+		n := nodes[w%2]
+		wg.Go(func() {
+			s := newShim()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				id := fmt.Sprintf("w%d-%d", w, i)
+				start := time.Now()
+				_, err := s.call("ADD", id, "", conf(n))
+				mu.Lock()
+				results = append(results, result{n, id, err, time.Since(start)})
+				mu.Unlock()
+				if err != nil {
+					time.Sleep(50 * time.Millisecond) // as a runtime backs off
+				}
+			}
+		})
+	}
+	time.Sleep(500 * time.Millisecond)
+	crashAPIServer(t, env)
+	if err := env.StopControlPlane(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * time.Second)
+	// DEL during the outage fails with 11 too, rather than pretending to have released.
+	_, delErr := newShim().call("DEL", "warm-node-a", "", conf(nodes[0]))
+	if err := env.StartControlPlane(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	close(stop)
+	wg.Wait()
+	if codeOf(delErr) != types.ErrTryAgainLater {
+		t.Errorf("DEL during the outage = %v, want code 11", delErr)
+	}
+
+	var failed []result
+	succeeded := map[string]bool{"warm-node-a": true, "warm-node-b": true}
+	for _, r := range results {
+		switch {
+		case r.err == nil:
+			succeeded[r.id] = true
+		case codeOf(r.err) == types.ErrTryAgainLater:
+			failed = append(failed, r)
+			if r.elapsed > bound+1500*time.Millisecond {
+				t.Errorf("ADD %s failed after %v, beyond the %v bound: %v", r.id, r.elapsed, bound, r.err)
+			}
+		default:
+			t.Errorf("ADD %s: %v, want success or code 11", r.id, r.err)
+		}
+	}
+	if len(failed) == 0 || len(succeeded) < 10 {
+		t.Fatalf("%d ADDs failed and %d succeeded; the run did not span the outage", len(failed), len(succeeded))
+	}
+	t.Logf("%d ADDs succeeded, %d failed with 11 during the outage", len(succeeded), len(failed))
+
+	// The runtime retries what failed; then every claim of unknown outcome is resolved.
+	for _, r := range failed {
+		if _, err := newShim().call("ADD", r.id, "", conf(r.node)); err != nil {
+			t.Errorf("retried ADD %s: %v", r.id, err)
+		}
+		succeeded[r.id] = true
+	}
+	for _, n := range nodes {
+		deadline := time.Now().Add(15 * time.Second)
+		for n.agent.Store().Pending() > 0 && time.Now().Before(deadline) {
+			time.Sleep(50 * time.Millisecond)
+		}
+		if p := n.agent.Store().Pending(); p != 0 {
+			t.Errorf("%s has %d claims of unknown outcome left", n.agent.opts.NodeName, p)
+		}
+	}
+	var list ipamv1.OverlappingRangeIPReservationList
+	if err := env.Client.List(context.Background(), &list, client.MatchingLabels{ipamv1.PoolLabel: "10.80.0.0-16"}); err != nil {
+		t.Fatal(err)
+	}
+	addrs := map[string]string{}
+	for _, r := range list.Items {
+		if prev, dup := addrs[r.Spec.Address]; dup {
+			t.Errorf("%s held by %s and %s", r.Spec.Address, prev, r.Spec.ContainerID)
+		}
+		addrs[r.Spec.Address] = r.Spec.ContainerID
+		if !succeeded[r.Spec.ContainerID] {
+			t.Errorf("reservation %s of %s, whose ADD never succeeded", r.Name, r.Spec.ContainerID)
+		}
+	}
+	if len(list.Items) != len(succeeded) {
+		t.Errorf("%d reservations for %d attachments", len(list.Items), len(succeeded))
+	}
+	// Everything is reclaimable: DEL on each node releases what it holds.
+	for _, r := range list.Items {
+		n := nodes[0]
+		if r.Spec.Node == "node-b" {
+			n = nodes[1]
+		}
+		if _, err := newShim().call("DEL", r.Spec.ContainerID, "", conf(n)); err != nil {
+			t.Errorf("DEL %s: %v", r.Spec.ContainerID, err)
+		}
+	}
+	if err := env.Client.List(context.Background(), &list, client.MatchingLabels{ipamv1.PoolLabel: "10.80.0.0-16"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range list.Items {
+		t.Errorf("reservation %s of %s on %s left after DEL of every attachment", r.Name, r.Spec.ContainerID, r.Spec.Node)
+	}
+}
