@@ -6,7 +6,7 @@ GO            ?= go
 NETPOOL_CACHE ?= $(HOME)/.cache/netpool
 export NETPOOL_CACHE
 FUZZTIME      ?= 20s
-BINARIES      := netpool
+BINARIES      := netpool netpool-agent netpool-controller
 
 .PHONY: all build demo test unit bench fuzz lint clean generate
 
@@ -25,11 +25,14 @@ test: lint ## Every test: unit, fuzz seed corpora, process-level, network namesp
 	@# Build (or find cached) kube-apiserver and etcd first, so a cold build is not charged to a test's timeout.
 	KUBEBUILDER_ASSETS="$$(bash hack/envtest-binaries.sh)" $(GO) test -race -count=1 -timeout 30m ./...
 
-unit: ## Only the tests that need neither root nor built binaries
-	$(GO) test -race -count=1 ./ipam/... ./allocator/... ./cni-plugin/...
+unit: ## Only the tests that need neither root, built binaries nor an API server
+	$(GO) test -race -count=1 ./ipam/... ./allocator ./allocator/boltstore ./cni-plugin/ipamplugin ./cni-plugin/agentproto
 
-bench: ## Performance against the peers, measured in the same run
-	$(GO) run ./test/bench
+bench: ## Performance against the peers and the targets, measured in the same run (embedded, Kubernetes, controller)
+	@# Every table is printed even when an earlier one misses a target; the exit status reports any miss.
+	@export KUBEBUILDER_ASSETS="$$(bash hack/envtest-binaries.sh)"; rc=0; \
+	  for b in ./test/bench ./test/bench/kube ./test/bench/controller; do \
+	    echo "== $$b"; $(GO) run $$b || rc=1; done; exit $$rc
 
 fuzz: ## Run every fuzz target for FUZZTIME each
 	@set -e; for pkg in $$($(GO) list ./...); do \

@@ -144,14 +144,14 @@ var ignoredFields = []string{
 	"etcd_host", "etcd_username", "etcd_password", "etcd_key_file", "etcd_cert_file", "etcd_ca_cert_file",
 }
 
-var knownFields = func() []string {
-	known := []string{
-		"type", "range", "range_start", "range_end", "exclude", "ipRanges", "gateway", "routes", "dns",
-		"network_name", "enable_overlapping_ranges", "kubernetes", "configuration_path", "log_file",
-		"log_level", "datastore", "bbolt", "pool",
-	}
-	return append(known, ignoredFields...)
-}()
+// netpoolFields are the fields netpool reads; unknown-field errors list them.
+var netpoolFields = []string{
+	"type", "range", "range_start", "range_end", "exclude", "ipRanges", "gateway", "routes", "dns",
+	"network_name", "enable_overlapping_ranges", "kubernetes", "configuration_path", "log_file",
+	"log_level", "datastore", "bbolt", "pool",
+}
+
+var knownFields = slices.Concat(netpoolFields, ignoredFields)
 
 var logLevels = []string{"", "debug", "verbose", "info", "error", "panic"}
 
@@ -415,7 +415,7 @@ func checkFields(raw []byte) error {
 	}
 	for k := range m {
 		if !slices.Contains(knownFields, k) {
-			return configErr("ipam", k, "unknown field (known: %s)", strings.Join(knownFields[:18], ", "))
+			return configErr("ipam", k, "unknown field (known: %s)", strings.Join(netpoolFields, ", "))
 		}
 	}
 	return nil
