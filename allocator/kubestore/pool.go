@@ -60,17 +60,11 @@ func (s *Store) poolStateFor(name string) *poolState {
 
 // ensureInlinePool returns the pool of range r of an inline (whereabouts-style) config, creating
 // its IPPool under PoolName(network_name, subnet) on first use. An existing pool of that name must
-// have the same range and network name, and its namespaceSelector must admit the pod's namespace.
+// have the same range and network name.
 func (s *Store) ensureInlinePool(ctx context.Context, c *ipam.Config, r ipam.Range) (*poolState, error) {
 	name := ipamv1.PoolName(c.NetworkName, r.Subnet)
 	if st := s.poolStateFor(name); st != nil {
-		// Checked before: only the namespaceSelector, which may change, is checked again, from
-		// the cache or, when the cache has lost the pool, from what was read then.
-		pool := &ipamv1.IPPool{}
-		if err := s.client.Get(ctx, client.ObjectKey{Name: name}, pool); err != nil {
-			pool = st.pool
-		}
-		return st, s.admits(ctx, pool, c.Pod.Namespace)
+		return st, nil // checked when it was first read; Bind checks the namespaceSelector
 	}
 	pool := &ipamv1.IPPool{}
 	err := s.retry(ctx, "read IPPool "+name, func(ctx context.Context) error {
@@ -95,9 +89,6 @@ func (s *Store) ensureInlinePool(ctx context.Context, c *ipam.Config, r ipam.Ran
 		return nil, &ipam.ConfigError{Field: "range", Value: r.Subnet.String(), Reason: fmt.Sprintf(
 			"IPPool %s already exists for range %s of network %q, not range %s of network %q",
 			name, pool.Spec.Range, pool.Spec.NetworkName, r.Subnet, c.NetworkName)}
-	}
-	if err := s.admits(ctx, pool, c.Pod.Namespace); err != nil {
-		return nil, err
 	}
 	g, err := newGeometry(r.Subnet, pool.Spec.SliceSize)
 	if err != nil {
@@ -174,8 +165,8 @@ func intervalCIDRs(iv ipam.Interval) []string {
 	}
 }
 
-// resolvePoolRef reads the operator-made pool c references, checks that it admits the pod's
-// namespace, and fills c.Ranges (and an empty network_name) from it.
+// resolvePoolRef reads the operator-made pool c references and fills c.Ranges (and an empty
+// network_name) from it.
 func (s *Store) resolvePoolRef(ctx context.Context, c *ipam.Config) error {
 	pool := &ipamv1.IPPool{}
 	err := s.retry(ctx, "read IPPool "+c.Pool, func(ctx context.Context) error {
@@ -191,9 +182,6 @@ func (s *Store) resolvePoolRef(ctx context.Context, c *ipam.Config) error {
 	}
 	if err != nil {
 		return apiFailure("read IPPool "+c.Pool, err)
-	}
-	if err := s.admits(ctx, pool, c.Pod.Namespace); err != nil {
-		return err
 	}
 	if c.NetworkName != "" && c.NetworkName != pool.Spec.NetworkName {
 		return &ipam.ConfigError{Field: "network_name", Value: c.NetworkName,
@@ -229,6 +217,16 @@ func (s *Store) resolvePoolRef(ctx context.Context, c *ipam.Config) error {
 	c.Ranges = []ipam.Range{r}
 	s.poolState(pool, g)
 	return nil
+}
+
+// admission checks the pool's current namespaceSelector, which may change, against the pod's
+// namespace: from the cache or, when the cache has lost the pool, from what was read before.
+func (s *Store) admission(ctx context.Context, st *poolState, namespace string) error {
+	pool := &ipamv1.IPPool{}
+	if err := s.client.Get(ctx, client.ObjectKey{Name: st.name}, pool); err != nil {
+		pool = st.pool
+	}
+	return s.admits(ctx, pool, namespace)
 }
 
 // admits checks the pool's namespaceSelector against the labels of the pod's namespace. The

@@ -230,16 +230,19 @@ type binding struct {
 
 // poolUse is one pool as one config uses it.
 type poolUse struct {
-	state       *poolState
-	scope       string // ReservationName scope
-	overlap     bool   // scope is the network (enable_overlapping_ranges), not the pool
+	state   *poolState
+	scope   string // ReservationName scope
+	overlap bool   // scope is the network (enable_overlapping_ranges), not the pool
+	// admit is why the pod's namespace may not claim from this pool (its namespaceSelector), or
+	// nil. It is checked when an address is claimed, not when the call binds.
+	admit       error
 	networkName string // the NAD's network_name
 }
 
 var _ allocator.Store = (*binding)(nil)
 
 // Bind returns the store for one CNI call with config c. It creates c's inline pools on first use,
-// or reads the pool c references, checks that the pool admits the pod's namespace, and fills
+// or reads the pool c references, and fills
 // c.Ranges from it. Close on the result does nothing: the Store outlives the call.
 func (s *Store) Bind(c *ipam.Config) (allocator.Store, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.opts.APITimeout)
@@ -260,7 +263,7 @@ func (s *Store) Bind(c *ipam.Config) (allocator.Store, error) {
 				return nil, err
 			}
 		}
-		u := &poolUse{state: st, networkName: c.NetworkName, scope: st.name}
+		u := &poolUse{state: st, networkName: c.NetworkName, scope: st.name, admit: s.admission(ctx, st, c.Pod.Namespace)}
 		if c.EnableOverlappingRanges {
 			u.scope, u.overlap = c.NetworkName, true
 		}

@@ -345,10 +345,41 @@ func TestStore(t *testing.T) {
 		if err != nil || got[0].Addr.String() != "10.39.0.12" {
 			t.Errorf("second ADD = %v, %v, want 10.39.0.12 (10.39.0.11 excluded)", got, err)
 		}
+		// The namespaceSelector governs claims: ADD fails, and claims nothing.
+		for _, tt := range []struct{ name, args, want string }{
+			{"namespace not admitted", "K8S_POD_NAMESPACE=ns-red", `pool "ops-blue": namespace ns-red is not admitted by the pool's namespaceSelector (team=blue)`},
+			{"no namespace", "", "the pool has a namespaceSelector and CNI_ARGS carries no K8S_POD_NAMESPACE"},
+			{"unknown namespace", "K8S_POD_NAMESPACE=ns-none", `K8S_POD_NAMESPACE "ns-none": no such namespace`},
+		} {
+			t.Run(tt.name, func(t *testing.T) {
+				c, err := ipam.Load([]byte(ref), tt.args, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				al, err := a.bind(c)
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, err = al.Add(ctx, c, allocator.Owner{ContainerID: "r9", IfName: "net1"})
+				if !errors.Is(err, ipam.ErrInvalidConfig) || !strings.Contains(err.Error(), tt.want) {
+					t.Errorf("ADD = %v, want a config error containing %q", err, tt.want)
+				}
+			})
+		}
+		// DEL needs no namespace: a runtime that sends DEL without the pod's CNI_ARGS must not leak.
+		noPod, err := ipam.Load([]byte(ref), "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		al, err = a.bind(noPod)
+		if err != nil {
+			t.Fatal(err)
+		}
+		released, err := al.Del(ctx, noPod, allocator.Owner{ContainerID: "r2", IfName: "net1"})
+		if err != nil || len(released) != 1 || released[0].Addr.String() != "10.39.0.12" {
+			t.Errorf("DEL without K8S_POD_NAMESPACE = %v, %v, want 10.39.0.12 released", released, err)
+		}
 		for _, tt := range []struct{ name, conf, args, want string }{
-			{"namespace not admitted", ref, "K8S_POD_NAMESPACE=ns-red", `pool "ops-blue": namespace ns-red is not admitted by the pool's namespaceSelector (team=blue)`},
-			{"no namespace", ref, "", "the pool has a namespaceSelector and CNI_ARGS carries no K8S_POD_NAMESPACE"},
-			{"unknown namespace", ref, "K8S_POD_NAMESPACE=ns-none", `K8S_POD_NAMESPACE "ns-none": no such namespace`},
 			{"no such pool", conf("net-ref", `,"pool":"ops-none"`), "K8S_POD_NAMESPACE=ns-blue", `pool "ops-none": no IPPool of that name`},
 			{"network_name differs", conf("net-ref", `,"pool":"ops-blue","network_name":"other"`), "K8S_POD_NAMESPACE=ns-blue", `network_name "other": differs from the networkName "ops" of IPPool ops-blue`},
 			{"requested outside", strings.Replace(ref, `"ipam"`, `"runtimeConfig":{"ips":["10.40.0.5"]},"ipam"`, 1), "K8S_POD_NAMESPACE=ns-blue", `requested IP "10.40.0.5": is not inside IPPool ops-blue (10.39.0.0/24)`},

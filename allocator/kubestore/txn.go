@@ -66,6 +66,17 @@ func (t *txn) use(key string) (*poolUse, error) {
 
 // lockOwner makes the txn hold owner's lock, giving up the lock of any other attachment first (GC
 // goes through several), so a txn never waits while holding one.
+// useForClaim is use for the verbs that take an address. Only they answer to the pool's
+// namespaceSelector, so that DEL, CHECK and GC work whatever CNI_ARGS carries: a runtime that sends
+// DEL without K8S_POD_NAMESPACE must not leak the address.
+func (t *txn) useForClaim(key string) (*poolUse, error) {
+	u, err := t.use(key)
+	if err != nil {
+		return nil, err
+	}
+	return u, u.admit
+}
+
 func (t *txn) lockOwner(owner allocator.Owner) error {
 	if t.locked && t.owner == owner {
 		return nil
@@ -113,7 +124,7 @@ func (t *txn) ClaimNext(p allocator.Pool, al *allocator.Allocation) error {
 	if !t.writable {
 		return errReadOnly
 	}
-	u, err := t.use(p.Key)
+	u, err := t.useForClaim(p.Key)
 	if err != nil {
 		return err
 	}
@@ -182,7 +193,7 @@ func (t *txn) Claim(p allocator.Pool, al *allocator.Allocation) error {
 	if !t.writable {
 		return errReadOnly
 	}
-	u, err := t.use(p.Key)
+	u, err := t.useForClaim(p.Key)
 	if err != nil {
 		return err
 	}
