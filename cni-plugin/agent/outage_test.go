@@ -105,8 +105,15 @@ func TestAPIServerRestartDuringARun(t *testing.T) {
 	t.Logf("%d ADDs succeeded, %d failed with 11 during the outage", len(succeeded), len(failed))
 
 	// The runtime retries what failed; then every claim of unknown outcome is resolved.
+	// A runtime retries on 11 with a backoff; the control plane may still be warming up.
 	for _, r := range failed {
-		if _, err := newShim().call("ADD", r.id, "", conf(r.node)); err != nil {
+		deadline := time.Now().Add(15 * time.Second)
+		_, err := newShim().call("ADD", r.id, "", conf(r.node))
+		for codeOf(err) == types.ErrTryAgainLater && time.Now().Before(deadline) {
+			time.Sleep(200 * time.Millisecond)
+			_, err = newShim().call("ADD", r.id, "", conf(r.node))
+		}
+		if err != nil {
 			t.Errorf("retried ADD %s: %v", r.id, err)
 		}
 		succeeded[r.id] = true
