@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -41,7 +42,8 @@ type agentProc struct {
 	done   chan error
 }
 
-func startCluster(ctx context.Context, o options) (*cluster, error) {
+// startCluster starts the control plane and nodes agents (node-0, node-1, ...).
+func startCluster(ctx context.Context, o options, nodes int) (*cluster, error) {
 	root, err := goOutput("list", "-m", "-f", "{{.Dir}}")
 	if err != nil {
 		return nil, err
@@ -77,8 +79,8 @@ func startCluster(ctx context.Context, o options) (*cluster, error) {
 	if err := os.WriteFile(c.kubeconfig, c.env.KubeConfig, 0o600); err != nil {
 		return c, err
 	}
-	for i := range o.nodes {
-		if err := c.startAgent(ctx, fmt.Sprintf("node-%d", i)); err != nil {
+	for i := range nodes {
+		if _, err := c.startAgent(ctx, fmt.Sprintf("node-%d", i)); err != nil {
 			return c, err
 		}
 	}
@@ -89,72 +91,91 @@ func startCluster(ctx context.Context, o options) (*cluster, error) {
 func (c *cluster) binaries(dir string) error {
 	if dir == "" {
 		dir = filepath.Join(c.dir, "bin")
-		// Stripped, as release builds are: the plugin starts once per ADD, and a binary without
-		// symbol tables starts measurably faster (this machine: ~1000 vs ~700 starts/s at 50 at once).
-		cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", dir+"/", "./cmd/netpool", "./cmd/netpool-agent")
-		cmd.Dir = c.root
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("failed to build the binaries: %w\n%s", err, out)
+		if err := buildBinaries(c.root, dir); err != nil {
+			return err
 		}
 	}
 	c.plugin, c.agentBin = filepath.Join(dir, "netpool"), filepath.Join(dir, "netpool-agent")
 	return nil
 }
 
-// startAgent runs one agent process for node. The node name comes from NODENAME, which overrides
-// the --node-name flag, as one machine simulates several nodes.
-func (c *cluster) startAgent(ctx context.Context, node string) error {
+// buildBinaries builds netpool and netpool-agent of the checkout root into dir.
+func buildBinaries(root, dir string) error {
+	// Stripped, as release builds are: the plugin starts once per ADD, and a binary without
+	// symbol tables starts measurably faster (this machine: ~1000 vs ~700 starts/s at 50 at once).
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", dir+"/", "./cmd/netpool", "./cmd/netpool-agent")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("failed to build the binaries: %w\n%s", err, out)
+	}
+	return nil
+}
+
+// startAgent runs one agent process for node and returns once it listens, which it does only after
+// its cache has synced. The node name comes from NODENAME, which overrides the --node-name flag, as
+// one machine simulates several nodes. A restarted agent appends to the node's log.
+func (c *cluster) startAgent(ctx context.Context, node string) (*agentProc, error) {
 	socket := filepath.Join(c.dir, node+".sock")
-	log, err := os.Create(filepath.Join(c.dir, node+".log"))
+	log, err := os.OpenFile(filepath.Join(c.dir, node+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	cmd := exec.Command(c.agentBin, "--kubeconfig", c.kubeconfig, "--socket", socket, "--node-name", "overridden")
 	cmd.Env = append(os.Environ(), "NODENAME="+node)
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("failed to start the agent of %s: %w", node, err)
+		_ = log.Close()
+		return nil, fmt.Errorf("failed to start the agent of %s: %w", node, err)
 	}
 	a := &agentProc{node: node, socket: socket, cmd: cmd, done: make(chan error, 1)}
 	go func() { a.done <- cmd.Wait(); _ = log.Close() }()
 	c.agents = append(c.agents, a)
-	deadline := time.Now().Add(60 * time.Second)
+	const wait = 120 * time.Second // an agent of a node holding 100,000 reservations lists them all first
+	deadline := time.Now().Add(wait)
 	for {
 		if conn, err := net.Dial("unix", socket); err == nil {
 			_ = conn.Close()
-			return nil
+			return a, nil
 		}
 		select {
 		case err := <-a.done:
-			return fmt.Errorf("the agent of %s exited: %v (log: %s)", node, err, log.Name())
+			a.done <- err // for stopAgent
+			return a, fmt.Errorf("the agent of %s exited: %v (log: %s)", node, err, log.Name())
 		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(20 * time.Millisecond):
+			return a, ctx.Err()
+		case <-time.After(5 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("the agent of %s did not listen within 60s", node)
+			return a, fmt.Errorf("the agent of %s did not listen within %s", node, wait)
 		}
+	}
+}
+
+// stopAgent ends one agent (SIGTERM, its graceful shutdown) and forgets it.
+func (c *cluster) stopAgent(a *agentProc) error {
+	c.agents = slices.DeleteFunc(c.agents, func(x *agentProc) bool { return x == a })
+	if err := a.cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return err
+	}
+	select {
+	case err := <-a.done:
+		if err != nil {
+			return fmt.Errorf("agent %s: %w", a.node, err)
+		}
+		return nil
+	case <-time.After(10 * time.Second):
+		_ = a.cmd.Process.Kill()
+		<-a.done
+		return fmt.Errorf("agent %s did not stop within 10s", a.node)
 	}
 }
 
 // stop ends the agents (SIGTERM, their graceful shutdown) and the control plane.
 func (c *cluster) stop(keep bool) error {
 	var errs []error
-	for _, a := range c.agents {
-		if err := a.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		select {
-		case err := <-a.done:
-			if err != nil {
-				errs = append(errs, fmt.Errorf("agent %s: %w", a.node, err))
-			}
-		case <-time.After(10 * time.Second):
-			_ = a.cmd.Process.Kill()
-			errs = append(errs, fmt.Errorf("agent %s did not stop within 10s", a.node))
-		}
+	for _, a := range slices.Clone(c.agents) {
+		errs = append(errs, c.stopAgent(a))
 	}
 	if c.env != nil {
 		if err := c.env.Stop(); err != nil {

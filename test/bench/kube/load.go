@@ -44,7 +44,7 @@ type report struct {
 }
 
 func run(ctx context.Context, o options) (*report, error) {
-	c, err := startCluster(ctx, o)
+	c, err := startCluster(ctx, o, o.nodes)
 	if c != nil {
 		defer func() {
 			if err := c.stop(o.keep); err != nil {
@@ -162,25 +162,38 @@ func adds(ctx context.Context, c *cluster, o options, rep *report) error {
 
 // pluginADD runs the netpool binary as a runtime does and returns the address it printed.
 func pluginADD(ctx context.Context, bin, socket, cidr string, i int) (string, error) {
+	return pluginCall(ctx, bin, "ADD", fmt.Sprintf("bench-%d", i), i, netConf("bench", cidr, socket))
+}
+
+// netConf is the network config of an inline pool served by the agent at socket.
+func netConf(name, cidr, socket string) string {
+	return fmt.Sprintf(`{"cniVersion":"1.1.0","name":%q,"ipam":{"type":"netpool",`+
+		`"range":%q,"datastore":"kubernetes","kubernetes":{"agent_socket":%q}}}`, name, cidr, socket)
+}
+
+// pluginCall runs the netpool binary for verb (ADD or DEL) of attachment id/net1 of pod bench/pod-i.
+// ADD returns the address printed; DEL returns "".
+func pluginCall(ctx context.Context, bin, verb, id string, i int, conf string) (string, error) {
 	cmd := exec.CommandContext(ctx, bin)
-	id := fmt.Sprintf("bench-%d", i)
-	cmd.Env = []string{"CNI_COMMAND=ADD", "CNI_CONTAINERID=" + id, "CNI_NETNS=/var/run/netns/" + id, "CNI_IFNAME=net1",
+	cmd.Env = []string{"CNI_COMMAND=" + verb, "CNI_CONTAINERID=" + id, "CNI_NETNS=/var/run/netns/" + id, "CNI_IFNAME=net1",
 		"CNI_PATH=/opt/cni/bin", fmt.Sprintf("CNI_ARGS=K8S_POD_NAMESPACE=bench;K8S_POD_NAME=pod-%d;K8S_POD_UID=uid-%d", i, i)}
-	cmd.Stdin = strings.NewReader(fmt.Sprintf(`{"cniVersion":"1.1.0","name":"bench","ipam":{"type":"netpool",`+
-		`"range":%q,"datastore":"kubernetes","kubernetes":{"agent_socket":%q}}}`, cidr, socket))
+	cmd.Stdin = strings.NewReader(conf)
 	var out bytes.Buffer
 	cmd.Stdout = &out
 	err := cmd.Run()
+	if verb == "DEL" && err == nil {
+		return "", nil
+	}
 	var res struct {
 		IPs  []struct{ Address string } `json:"ips"`
 		Code int                        `json:"code"`
 		Msg  string                     `json:"msg"`
 	}
 	if jerr := json.Unmarshal(out.Bytes(), &res); jerr != nil {
-		return "", fmt.Errorf("ADD %s: %v, output %q", id, err, out.String())
+		return "", fmt.Errorf("%s %s: %v, output %q", verb, id, err, out.String())
 	}
 	if err != nil || len(res.IPs) == 0 {
-		return "", fmt.Errorf("ADD %s: code %d: %s", id, res.Code, res.Msg)
+		return "", fmt.Errorf("%s %s: code %d: %s", verb, id, res.Code, res.Msg)
 	}
 	ip, _, _ := strings.Cut(res.IPs[0].Address, "/")
 	return ip, nil
