@@ -60,3 +60,35 @@ func addrInt(a netip.Addr) *big.Int {
 	}
 	return new(big.Int).SetBytes(b[:])
 }
+
+// CIDRStrings covers the interval with the fewest CIDRs, in order, writing a single address as a
+// bare IP, as IPPool exclusions and whereabouts configs are written.
+func (iv Interval) CIDRStrings() []string {
+	var out []string
+	for a := iv.First; ; {
+		bits := a.BitLen()
+		// Widen the prefix while it stays aligned on a and inside the interval.
+		for bits > 0 {
+			p := netip.PrefixFrom(a, bits-1).Masked()
+			if p.Addr() != a || LastOf(p).Compare(iv.Last) > 0 {
+				break
+			}
+			bits--
+		}
+		p := netip.PrefixFrom(a, bits)
+		if bits == a.BitLen() {
+			out = append(out, a.String())
+		} else {
+			out = append(out, p.String())
+		}
+		last := LastOf(p)
+		if last.Compare(iv.Last) >= 0 {
+			return out
+		}
+		a = last.Next()
+	}
+}
+
+// UsableBounds returns the first and last address of a subnet that may ever be handed out: the
+// window of a range whose config does not narrow it.
+func UsableBounds(p netip.Prefix) (netip.Addr, netip.Addr) { return usableBounds(p.Masked()) }

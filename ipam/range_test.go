@@ -2,6 +2,7 @@ package ipam
 
 import (
 	"errors"
+	"fmt"
 	"net/netip"
 	"strings"
 	"testing"
@@ -215,5 +216,26 @@ func TestLastOf(t *testing.T) {
 		if got := LastOf(netip.MustParsePrefix(p)); got != mustAddr(want) {
 			t.Errorf("LastOf(%s) = %s, want %s", p, got, want)
 		}
+	}
+}
+
+func TestIntervalCIDRStrings(t *testing.T) {
+	for _, tt := range []struct{ first, last, want string }{
+		{"10.0.0.5", "10.0.0.5", "[10.0.0.5]"},
+		{"10.0.0.0", "10.0.0.255", "[10.0.0.0/24]"},
+		{"10.0.0.1", "10.0.0.6", "[10.0.0.1 10.0.0.2/31 10.0.0.4/31 10.0.0.6]"},
+		{"10.0.0.1", "10.0.0.10", "[10.0.0.1 10.0.0.2/31 10.0.0.4/30 10.0.0.8/31 10.0.0.10]"},
+		{"fd00::ff", "fd00::100", "[fd00::ff fd00::100]"},
+		{"fd00::", "fd00::ffff:ffff:ffff:ffff", "[fd00::/64]"},
+		{"0.0.0.0", "255.255.255.255", "[0.0.0.0/0]"},
+	} {
+		got := fmt.Sprint(Interval{mustAddr(tt.first), mustAddr(tt.last)}.CIDRStrings())
+		if got != tt.want {
+			t.Errorf("CIDRStrings(%s-%s) = %s, want %s", tt.first, tt.last, got, tt.want)
+		}
+	}
+	first, last := UsableBounds(netip.MustParsePrefix("10.0.0.7/24"))
+	if first != mustAddr("10.0.0.1") || last != mustAddr("10.0.0.254") {
+		t.Errorf("UsableBounds = %s-%s", first, last)
 	}
 }

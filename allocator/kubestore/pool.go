@@ -104,7 +104,7 @@ func inlinePool(name, networkName string, r ipam.Range) *ipamv1.IPPool {
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec:       ipamv1.IPPoolSpec{Range: r.Subnet.String(), NetworkName: networkName},
 	}
-	first, last := usableBounds(r.Subnet)
+	first, last := ipam.UsableBounds(r.Subnet)
 	if r.Start != first {
 		p.Spec.RangeStart = r.Start.String()
 	}
@@ -119,50 +119,12 @@ func inlinePool(name, networkName string, r ipam.Range) *ipamv1.IPPool {
 		if iv.First == r.Gateway && iv.Last == r.Gateway {
 			continue
 		}
-		exclude = append(exclude, intervalCIDRs(iv)...)
+		exclude = append(exclude, iv.CIDRStrings()...)
 	}
 	if len(exclude) <= maxExclude {
 		p.Spec.Exclude = exclude
 	}
 	return p
-}
-
-// usableBounds mirrors ipam: the window of a subnet when the config does not narrow it.
-func usableBounds(p netip.Prefix) (netip.Addr, netip.Addr) {
-	r, err := ipam.ParseRange("range", ipam.RangeSpec{Range: p.String()}, netip.Addr{})
-	if err != nil {
-		return netip.Addr{}, netip.Addr{}
-	}
-	return r.Start, r.End
-}
-
-// intervalCIDRs covers [First, Last] with the fewest CIDRs, written as IPs when single addresses.
-func intervalCIDRs(iv ipam.Interval) []string {
-	var out []string
-	a := iv.First
-	for {
-		bitLen := a.BitLen()
-		bits := bitLen
-		// Grow the prefix while it stays aligned on a and inside the interval.
-		for bits > 0 {
-			p := netip.PrefixFrom(a, bits-1).Masked()
-			if p.Addr() != a || ipam.LastOf(p).Compare(iv.Last) > 0 {
-				break
-			}
-			bits--
-		}
-		p := netip.PrefixFrom(a, bits)
-		if bits == bitLen {
-			out = append(out, a.String())
-		} else {
-			out = append(out, p.String())
-		}
-		last := ipam.LastOf(p)
-		if last.Compare(iv.Last) >= 0 {
-			return out
-		}
-		a = last.Next()
-	}
 }
 
 // resolvePoolRef reads the operator-made pool c references and fills c.Ranges (and an empty

@@ -60,21 +60,6 @@ func TestErrorClasses(t *testing.T) {
 	}
 }
 
-func TestIntervalCIDRs(t *testing.T) {
-	for _, tt := range []struct{ first, last, want string }{
-		{"10.0.0.5", "10.0.0.5", "10.0.0.5"},
-		{"10.0.0.0", "10.0.0.255", "10.0.0.0/24"},
-		{"10.0.0.1", "10.0.0.10", "10.0.0.1 10.0.0.2/31 10.0.0.4/30 10.0.0.8/31 10.0.0.10"},
-		{"fd00::ff", "fd00::100", "fd00::ff fd00::100"},
-		{"0.0.0.0", "255.255.255.255", "0.0.0.0/0"},
-	} {
-		iv := ipam.Interval{First: netip.MustParseAddr(tt.first), Last: netip.MustParseAddr(tt.last)}
-		if got := strings.Join(intervalCIDRs(iv), " "); got != tt.want {
-			t.Errorf("intervalCIDRs(%s-%s) = %s, want %s", tt.first, tt.last, got, tt.want)
-		}
-	}
-}
-
 func TestInlinePool(t *testing.T) {
 	r, err := ipam.ParseRange("range", ipam.RangeSpec{Range: "10.0.0.0/24", RangeStart: "10.0.0.10", Exclude: []string{"10.0.0.20/30", "10.0.0.99"}},
 		netip.MustParseAddr("10.0.0.1"))

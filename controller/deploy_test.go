@@ -1,0 +1,212 @@
+package controller
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
+)
+
+// deployNamespace is where deploy/ runs the controller.
+const deployNamespace = "netpool-system"
+
+// controllerManifests are the files of deploy/ that run the controller, in the order an operator
+// applies them (deploy/crds/ first).
+var controllerManifests = []string{"controller-role.yaml", "controller-rbac.yaml", "controller.yaml"}
+
+func TestDeployManifestsApplyWithAServerSideDryRun(t *testing.T) {
+	newFixture(t, nil)
+	mustNamespace(t, deployNamespace) // a dry run creates no namespace for the objects in it
+	files := []string{}
+	crds, err := filepath.Glob(filepath.Join("..", "deploy", "crds", "*.yaml"))
+	if err != nil || len(crds) == 0 {
+		t.Fatalf("no CRDs in deploy/crds (%v)", err)
+	}
+	files = append(files, crds...)
+	for _, f := range controllerManifests {
+		files = append(files, filepath.Join("..", "deploy", f))
+	}
+	kinds := map[string]int{}
+	for _, path := range files {
+		for _, obj := range mustReadManifests(t, path) {
+			err := direct.Apply(context.Background(), client.ApplyConfigurationFromUnstructured(obj),
+				client.FieldOwner("netpool-deploy-test"), client.ForceOwnership, client.DryRunAll)
+			if err != nil {
+				t.Errorf("%s: %s %s does not apply: %v", path, obj.GetKind(), obj.GetName(), err)
+			}
+			kinds[obj.GetKind()]++
+		}
+	}
+	for _, k := range []string{"CustomResourceDefinition", "ClusterRole", "Role", "ServiceAccount", "ClusterRoleBinding", "RoleBinding", "Deployment", "Service"} {
+		if kinds[k] == 0 {
+			t.Errorf("deploy/ has no %s", k)
+		}
+	}
+}
+
+// TestControllerDoesItsJobAsItsServiceAccount applies deploy/'s roles and bindings for real and runs
+// the controller with the ServiceAccount's identity: every reconciler must work (a NAD's pool, a
+// pool's status, a leak released, a deleted node's slice returned, Events, the leader Lease),
+// and the identity may do nothing beyond.
+func TestControllerDoesItsJobAsItsServiceAccount(t *testing.T) {
+	f := newFixture(t, nil)
+	mustNamespace(t, deployNamespace)
+	for _, name := range controllerManifests[:2] {
+		for _, obj := range mustReadManifests(t, filepath.Join("..", "deploy", name)) {
+			err := direct.Apply(context.Background(), client.ApplyConfigurationFromUnstructured(obj),
+				client.FieldOwner("netpool-deploy-test"), client.ForceOwnership)
+			if err != nil {
+				t.Fatalf("applying %s %s: %v", obj.GetKind(), obj.GetName(), err)
+			}
+		}
+	}
+	kubeconfig := env.ServiceAccountKubeconfig(t, deployNamespace, "netpool-controller")
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	f.node("node-a")
+	pool := f.pool("rbac", "10.60.0.0/24", "")
+	pod := f.pod("gone", corev1.PodRunning, "10.60.0.5")
+	leak := f.reservation(pool.Name, "10.60.0.5", pod, "node-a")
+	f.deletePod(pod)
+	orphan := f.slice(pool.Name, 0, "10.60.0.0/28", "node-gone")
+	nad := f.nad("inline", conflist(`{"type":"netpool","datastore":"kubernetes","range":"10.61.0.0/24"}`))
+
+	opts := testOptions()
+	opts.LeaderElection = true
+	opts.LeaderElectionID = "netpool-controller-rbac-test"
+	opts.LeaderElectionNamespace = deployNamespace
+	opts.SliceGrace = time.Hour
+	m := mustStartManager(t, cfg, opts)
+
+	eventually(t, 15*time.Second, "the leader Lease is taken", func() error {
+		if !elected(m) {
+			return errors.New("not elected")
+		}
+		return nil
+	})
+	eventually(t, 10*time.Second, "the leak is released", gone(leak))
+	eventually(t, 10*time.Second, "the deleted node's slice goes back", gone(orphan))
+	eventually(t, 10*time.Second, "the NAD's pool is created", exists(&ipamv1.IPPool{ObjectMeta: metav1.ObjectMeta{Name: "10.61.0.0-24"}}))
+	eventually(t, 10*time.Second, "the pool's status is written", func() error {
+		got := &ipamv1.IPPool{}
+		if err := direct.Get(context.Background(), client.ObjectKeyFromObject(pool), got); err != nil {
+			return err
+		}
+		if got.Status.Capacity != "254" {
+			return fmt.Errorf("status %+v", got.Status)
+		}
+		return nil
+	})
+	eventually(t, 10*time.Second, "events.k8s.io Events are recorded", func() error {
+		return wantEvent(t, nad.UID, corev1.EventTypeNormal, EventPoolCreated, "10.61.0.0-24")
+	})
+	eventually(t, 10*time.Second, "the leader election Event is recorded", func() error {
+		var list corev1.EventList
+		if err := direct.List(context.Background(), &list, client.InNamespace(deployNamespace)); err != nil {
+			return err
+		}
+		for _, e := range list.Items {
+			if e.Reason == "LeaderElection" && e.InvolvedObject.Name == opts.LeaderElectionID {
+				return nil
+			}
+		}
+		return errors.New("no LeaderElection Event")
+	})
+	if logs := m.logs.String(); strings.Contains(logs, "forbidden") {
+		t.Errorf("the controller was refused something:\n%s", logs)
+	}
+
+	sa, err := env.NewClient(kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantForbidden(t, sa)
+}
+
+// wantForbidden checks that the controller's identity may not do what it does not need.
+func wantForbidden(t *testing.T, sa client.Client) {
+	t.Helper()
+	ctx := context.Background()
+	pool := &ipamv1.IPPool{ObjectMeta: metav1.ObjectMeta{Name: "rbac"}}
+	attempts := map[string]func() error{
+		"read secrets":           func() error { return sa.List(ctx, &corev1.SecretList{}) },
+		"delete pods":            func() error { return sa.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace("default")) },
+		"create reservations":    func() error { return sa.Create(ctx, newReservation("rbac", "10.60.0.9", nil, "node-a")) },
+		"delete pools":           func() error { return sa.Delete(ctx, pool) },
+		"update pools":           func() error { return sa.Update(ctx, pool) },
+		"delete nodes":           func() error { return sa.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}}) },
+		"delete events":          func() error { return sa.DeleteAllOf(ctx, &eventsv1.Event{}, client.InNamespace("default")) },
+		"write leases elsewhere": func() error { return sa.DeleteAllOf(ctx, leaseObject(), client.InNamespace("kube-system")) },
+	}
+	for what, attempt := range attempts {
+		if err := attempt(); !apierrors.IsForbidden(err) {
+			t.Errorf("the controller's identity may %s: got %v, want Forbidden", what, err)
+		}
+	}
+}
+
+// leaseObject is an empty Lease, as unstructured so the test needs no extra scheme.
+func leaseObject() client.Object {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(schema.GroupVersionKind{Group: "coordination.k8s.io", Version: "v1", Kind: "Lease"})
+	return u
+}
+
+// mustNamespace creates a namespace unless it exists.
+func mustNamespace(t *testing.T, name string) {
+	t.Helper()
+	err := direct.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("creating namespace %s: %v", name, err)
+	}
+}
+
+// mustReadManifests decodes every object of a multi-document YAML file.
+func mustReadManifests(t *testing.T, path string) []*unstructured.Unstructured {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	var objs []*unstructured.Unstructured
+	for {
+		u := &unstructured.Unstructured{}
+		err := dec.Decode(&u.Object)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("decoding %s: %v", path, err)
+		}
+		if len(u.Object) == 0 {
+			continue
+		}
+		objs = append(objs, u)
+	}
+	if len(objs) == 0 {
+		t.Fatalf("%s holds no object", path)
+	}
+	return objs
+}

@@ -1,0 +1,152 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
+)
+
+// gcReconciler releases leaked reservations (judgeReservation is the policy). It judges a
+// reservation when it appears (at start, every existing one: the sweep after a downtime), when
+// its pod changes in a way that matters (deleted, recreated, finished, network-status written),
+// when it becomes old enough to judge, and on every periodic sweep.
+//
+// The cache decides cheaply that a reservation looks leaked; the API server then has the last
+// word: the pod is read live and judged again before anything is released, so a cache that lags
+// (a pod created a moment ago, a network-status just written) never releases a live address.
+type gcReconciler struct {
+	// Client reads from the cache and writes to the API server.
+	Client client.Client
+	// Live reads from the API server.
+	Live client.Reader
+	// Metrics counts sweeps.
+	Metrics *Metrics
+	// Grace: reservations younger than this are never released.
+	Grace time.Duration
+	// SweepInterval is how often every reservation is queued again.
+	SweepInterval time.Duration
+	// Workers is how many reservations are judged at once.
+	Workers int
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+	// Release releases (or, in a dry run, reports) what the GC found leaked.
+	Release *releaser
+}
+
+// SetupWithManager registers the reconciler with its three sources: reservations, pods and the
+// periodic sweep.
+func (r *gcReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Client == nil || r.Live == nil || r.Metrics == nil || r.Release == nil {
+		return fmt.Errorf("reservation GC: Client, Live, Metrics and Release are required")
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("reservation-gc").
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.Workers}).
+		Watches(&ipamv1.OverlappingRangeIPReservation{}, &handler.EnqueueRequestForObject{},
+			builder.WithPredicates(createdOnly())).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.reservationsOfPod),
+			builder.WithPredicates(podChangedForGC())).
+		WatchesRawSource(sweepSource(r.Client, r.SweepInterval, r.Metrics)).
+		Complete(r)
+}
+
+// +kubebuilder:rbac:groups=ipam.netpool.io,resources=overlappingrangeipreservations,verbs=get;list;watch;delete
+// +kubebuilder:rbac:groups=ipam.netpool.io,resources=ippools,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconcile judges one reservation, and releases it when it leaked.
+func (r *gcReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	res := &ipamv1.OverlappingRangeIPReservation{}
+	if err := r.Client.Get(ctx, req.NamespacedName, res); err != nil {
+		if apierrors.IsNotFound(err) {
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, fmt.Errorf("failed to get reservation %s: %w", req.Name, err)
+	}
+	ns, name, ok := splitPodRef(res.Spec.PodRef)
+	if res.DeletionTimestamp != nil || !ok {
+		return ctrl.Result{}, nil // being deleted, or no pod identity to judge by
+	}
+	key := types.NamespacedName{Namespace: ns, Name: name}
+	pod, err := getPod(ctx, r.Client, key)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	v := judgeReservation(res, pod, r.now(), r.Grace)
+	if v.reason == "" {
+		return r.keep(ctx, res, v), nil
+	}
+	if pod, err = getPod(ctx, r.Live, key); err != nil {
+		return ctrl.Result{}, err
+	}
+	if v = judgeReservation(res, pod, r.now(), r.Grace); v.reason == "" {
+		return r.keep(ctx, res, v), nil
+	}
+	return ctrl.Result{}, r.Release.release(ctx, res, v.reason, v.detail, pod)
+}
+
+// keep ends the reconcile of a reservation that stays.
+func (r *gcReconciler) keep(ctx context.Context, res *ipamv1.OverlappingRangeIPReservation, v leakVerdict) ctrl.Result {
+	if v.detail != "" {
+		logf.FromContext(ctx).Info("Keeping a reservation whose pod cannot be judged", "reservation", res.Name,
+			"podRef", res.Spec.PodRef, "detail", v.detail)
+	}
+	return ctrl.Result{RequeueAfter: v.recheck}
+}
+
+// reservationsOfPod maps a pod event to the reservations made for a pod of that name.
+func (r *gcReconciler) reservationsOfPod(ctx context.Context, obj client.Object) []reconcile.Request {
+	var list ipamv1.OverlappingRangeIPReservationList
+	ref := obj.GetNamespace() + "/" + obj.GetName()
+	if err := r.Client.List(ctx, &list, client.MatchingFields{reservationPodField: ref}, client.UnsafeDisableDeepCopy); err != nil {
+		// The cache answers from memory; the periodic sweep covers what an error here would miss.
+		logf.FromContext(ctx).Error(err, "Listing the reservations of a pod failed", "podRef", ref)
+		return nil
+	}
+	reqs := make([]reconcile.Request, len(list.Items))
+	for i := range list.Items {
+		reqs[i] = reconcile.Request{NamespacedName: types.NamespacedName{Name: list.Items[i].Name}}
+	}
+	return reqs
+}
+
+func (r *gcReconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+// splitPodRef splits a reservation's podRef, "namespace/name"; ok is false when it has no pod.
+func splitPodRef(ref string) (string, string, bool) {
+	ns, name, ok := strings.Cut(ref, "/")
+	return ns, name, ok && ns != "" && name != ""
+}
+
+// getPod reads a pod; nil when it does not exist.
+func getPod(ctx context.Context, c client.Reader, key types.NamespacedName) (*corev1.Pod, error) {
+	pod := &corev1.Pod{}
+	err := c.Get(ctx, key, pod)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("failed to get pod %s: %w", key, err)
+	}
+	return pod, nil
+}

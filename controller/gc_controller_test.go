@@ -1,0 +1,182 @@
+package controller
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// The GC's user stories, on the real API server with the manager in-process. Pods are API objects
+// whose status the tests write as a kubelet and Multus would.
+
+func TestGCReleasesADeletedPodsReservationWithinSeconds(t *testing.T) {
+	f := newFixture(t, nil)
+	f.node("node-a")
+	pool := f.pool("gc-deleted", "10.1.0.0/24", "")
+	pod := f.pod("web", corev1.PodRunning, "10.1.0.5")
+	res := f.reservation(pool.Name, "10.1.0.5", pod, "node-a")
+	m := mustStartManager(t, nil, testOptions())
+
+	consistently(t, 2*time.Second, "a live pod's reservation must stay", exists(res))
+	f.deletePod(pod)
+	deleted := time.Now()
+	eventually(t, 5*time.Second, "the deleted pod's reservation is released", gone(res))
+	t.Logf("released %s after the pod's deletion", time.Since(deleted).Round(time.Millisecond))
+
+	if got := m.releases(t, ReasonPodDeleted, false); got != 1 {
+		t.Errorf("netpool_gc_releases_total{reason=%q} = %v, want 1", ReasonPodDeleted, got)
+	}
+	eventually(t, 5*time.Second, "the release is an Event on the pool", func() error {
+		return wantEvent(t, pool.UID, corev1.EventTypeWarning, EventAddressReleased, "10.1.0.5", "pod "+f.ns+"/web no longer exists")
+	})
+}
+
+func TestGCReleasesTheOldReservationOfARecreatedPodAndNeverTheNew(t *testing.T) {
+	f := newFixture(t, nil)
+	f.node("node-a")
+	pool := f.pool("gc-replaced", "10.2.0.0/24", "")
+	old := f.pod("db-0", corev1.PodRunning, "10.2.0.5")
+	oldRes := f.reservation(pool.Name, "10.2.0.5", old, "node-a")
+	m := mustStartManager(t, nil, testOptions())
+	time.Sleep(1500 * time.Millisecond) // the old reservation is past the grace
+
+	// A StatefulSet recreates db-0: same name, new UID, a new address whose ADD is under way.
+	f.deletePod(old)
+	replacement := f.pod("db-0", corev1.PodRunning, "10.2.0.5")
+	newRes := f.reservation(pool.Name, "10.2.0.6", replacement, "node-a")
+	f.setNetworkStatus(replacement, "10.2.0.6")
+
+	eventually(t, 5*time.Second, "the old pod's reservation is released", gone(oldRes))
+	consistently(t, 3*time.Second, "the new pod's reservation must never be released", exists(newRes))
+	if got := m.releases(t, ReasonPodReplaced, false) + m.releases(t, ReasonPodDeleted, false); got != 1 {
+		t.Errorf("releases = %v, want exactly 1 (the old reservation)", got)
+	}
+}
+
+func TestGCNeverReleasesAReservationMadeMomentsBeforeItsNetworkStatus(t *testing.T) {
+	f := newFixture(t, nil)
+	f.node("node-a")
+	pool := f.pool("gc-race", "10.3.0.0/24", "")
+	opts := testOptions()
+	opts.GCGrace = 3 * time.Second
+	m := mustStartManager(t, nil, opts)
+
+	// Both pods run and Multus has reported another attachment only; then each gets an address.
+	racing := f.pod("racing", corev1.PodRunning, "192.0.2.1")
+	racingRes := f.reservation(pool.Name, "10.3.0.5", racing, "node-a")
+	leaked := f.pod("leaked", corev1.PodRunning, "192.0.2.2")
+	leakedRes := f.reservation(pool.Name, "10.3.0.6", leaked, "node-a")
+	time.Sleep(time.Second)
+	f.setNetworkStatus(racing, "192.0.2.1", "10.3.0.5") // Multus reports the ADD that was under way
+
+	consistently(t, 2*opts.GCGrace, "a reservation whose address reached network-status must stay", exists(racingRes))
+	// The control: the address that never reached network-status is released once past the grace,
+	// so the check above would have seen a release.
+	eventually(t, 5*time.Second, "the reservation missing from network-status is released", gone(leakedRes))
+	if got := m.releases(t, ReasonNotInNetworkStatus, false); got != 1 {
+		t.Errorf("netpool_gc_releases_total{reason=%q} = %v, want 1", ReasonNotInNetworkStatus, got)
+	}
+	eventually(t, 5*time.Second, "the release is an Event on the pod", func() error {
+		return wantEvent(t, leaked.UID, corev1.EventTypeWarning, EventAddressReleased, "10.3.0.6", "does not list 10.3.0.6")
+	})
+}
+
+func TestGCSweepReleasesWhatWasDeletedWhileTheControllerWasDown(t *testing.T) {
+	f := newFixture(t, nil)
+	f.node("node-a")
+	pool := f.pool("gc-restart", "10.4.0.0/24", "")
+	var pods []*corev1.Pod
+	var reservations []string
+	for i := range 6 {
+		addr := fmt.Sprintf("10.4.0.%d", 10+i)
+		p := f.pod(fmt.Sprintf("p%d", i), corev1.PodRunning, addr)
+		pods = append(pods, p)
+		reservations = append(reservations, f.reservation(pool.Name, addr, p, "node-a").Name)
+	}
+	first := mustStartManager(t, nil, testOptions())
+	time.Sleep(1500 * time.Millisecond)
+	first.stop(t)
+
+	// While no controller runs, half the pods go; one finishes instead.
+	f.deletePod(pods[0])
+	f.deletePod(pods[1])
+	f.setPhase(pods[2], corev1.PodSucceeded)
+	time.Sleep(500 * time.Millisecond)
+	second := mustStartManager(t, nil, testOptions())
+
+	for i, name := range reservations {
+		res := newReservation(pool.Name, fmt.Sprintf("10.4.0.%d", 10+i), pods[i], "node-a")
+		if res.Name != name {
+			t.Fatalf("reservation name %s, want %s", res.Name, name)
+		}
+		if i < 3 {
+			eventually(t, 5*time.Second, "the sweep at start releases "+name, gone(res))
+		} else {
+			consistently(t, 300*time.Millisecond, "a live pod's reservation stays", exists(res))
+		}
+	}
+	if got := second.releases(t, ReasonPodDeleted, false); got != 2 {
+		t.Errorf("PodDeleted releases = %v, want 2", got)
+	}
+	if got := second.releases(t, ReasonPodFinished, false); got != 1 {
+		t.Errorf("PodFinished releases = %v, want 1", got)
+	}
+}
+
+func TestGCDryRunReportsWithoutReleasing(t *testing.T) {
+	f := newFixture(t, nil)
+	f.node("node-a")
+	pool := f.pool("gc-dry", "10.5.0.0/24", "")
+	pod := f.pod("gone", corev1.PodRunning, "10.5.0.5")
+	res := f.reservation(pool.Name, "10.5.0.5", pod, "node-a")
+	f.deletePod(pod)
+	opts := testOptions()
+	opts.DryRun = true
+	m := mustStartManager(t, nil, opts)
+
+	eventually(t, 5*time.Second, "the dry run reports the leak on the pool", func() error {
+		return wantEvent(t, pool.UID, corev1.EventTypeWarning, EventLeakFound, "Dry run: would release 10.5.0.5", "no longer exists")
+	})
+	consistently(t, 2*time.Second, "a dry run releases nothing", exists(res))
+	if got := m.releases(t, ReasonPodDeleted, true); got != 1 {
+		t.Errorf("netpool_gc_releases_total{reason=%q,dry_run=\"true\"} = %v, want 1", ReasonPodDeleted, got)
+	}
+}
+
+func TestGCNeverReleasesAReservationWithoutAPod(t *testing.T) {
+	f := newFixture(t, nil)
+	f.node("node-a")
+	pool := f.pool("gc-nopod", "10.6.0.0/24", "")
+	res := f.reservation(pool.Name, "10.6.0.5", nil, "node-a")
+	opts := testOptions()
+	opts.SweepInterval = 200 * time.Millisecond
+	m := mustStartManager(t, nil, opts)
+
+	eventually(t, 5*time.Second, "a sweep runs", func() error {
+		if n := m.metric(t, "netpool_gc_sweeps_total", nil); n < 2 {
+			return fmt.Errorf("%v sweeps", n)
+		}
+		return nil
+	})
+	consistently(t, 1500*time.Millisecond, "a reservation without pod identity stays", exists(res))
+}
+
+// wantEvent checks that an Event of type and reason about uid has a note with every part.
+func wantEvent(t *testing.T, uid types.UID, eventType, reason string, parts ...string) error {
+	t.Helper()
+	notes := eventsFor(t, uid, eventType, reason)
+	for _, n := range notes {
+		ok := true
+		for _, p := range parts {
+			ok = ok && strings.Contains(n, p)
+		}
+		if ok {
+			return nil
+		}
+	}
+	return fmt.Errorf("no %s Event %s with %q among %q", eventType, reason, parts, notes)
+}

@@ -1,0 +1,91 @@
+package controller
+
+import (
+	"net/netip"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
+	"github.com/netpool/netpool/ipam"
+)
+
+func TestDerivedPool(t *testing.T) {
+	tests := []struct {
+		name    string
+		spec    ipam.RangeSpec
+		gateway string
+		want    ipamv1.IPPoolSpec
+	}{
+		{name: "a whole subnet", spec: ipam.RangeSpec{Range: "10.0.0.0/24"}, want: ipamv1.IPPoolSpec{Range: "10.0.0.0/24", NetworkName: "n"}},
+		{name: "a window, exclusions and a gateway", gateway: "10.0.0.1",
+			spec: ipam.RangeSpec{Range: "10.0.0.0/24", RangeStart: "10.0.0.10", RangeEnd: "10.0.0.100", Exclude: []string{"10.0.0.16/28", "10.0.0.33", "10.0.0.34"}},
+			want: ipamv1.IPPoolSpec{Range: "10.0.0.0/24", NetworkName: "n", RangeStart: "10.0.0.10", RangeEnd: "10.0.0.100",
+				Gateway: "10.0.0.1", Exclude: []string{"10.0.0.16/28", "10.0.0.33", "10.0.0.34"}}},
+		{name: "whereabouts A-B/nn", spec: ipam.RangeSpec{Range: "10.0.0.5-10.0.0.50/24"},
+			want: ipamv1.IPPoolSpec{Range: "10.0.0.0/24", NetworkName: "n", RangeStart: "10.0.0.5", RangeEnd: "10.0.0.50"}},
+		{name: "IPv6", spec: ipam.RangeSpec{Range: "fd00::/120", Exclude: []string{"fd00::10/124"}},
+			want: ipamv1.IPPoolSpec{Range: "fd00::/120", NetworkName: "n", Exclude: []string{"fd00::10/124"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var gw netip.Addr
+			if tt.gateway != "" {
+				gw = netip.MustParseAddr(tt.gateway)
+			}
+			r, err := ipam.ParseRange("range", tt.spec, gw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := derivedPool("name", "n", r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Name != "name" || !equality.Semantic.DeepEqual(p.Spec, tt.want) {
+				t.Fatalf("pool %s %+v, want %+v", p.Name, p.Spec, tt.want)
+			}
+			// Parsed back, the pool is the range the config describes.
+			back, err := poolRange(&p.Spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if back.Start != r.Start || back.End != r.End || back.Capacity().Cmp(r.Capacity()) != 0 {
+				t.Fatalf("the pool parses to %s-%s (%s), the config to %s-%s (%s)", back.Start, back.End, back.Capacity(), r.Start, r.End, r.Capacity())
+			}
+		})
+	}
+	if _, err := derivedPool("x", "", ipam.Range{}); err == nil {
+		t.Fatal("an invalid range made a pool")
+	}
+}
+
+func TestAdmits(t *testing.T) {
+	pool := func(sel *metav1.LabelSelector) *ipamv1.IPPool {
+		return &ipamv1.IPPool{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: ipamv1.IPPoolSpec{NamespaceSelector: sel}}
+	}
+	tests := []struct {
+		name    string
+		sel     *metav1.LabelSelector
+		labels  map[string]string
+		wantErr string
+	}{
+		{name: "no selector admits every namespace"},
+		{name: "an empty selector admits every namespace", sel: &metav1.LabelSelector{}},
+		{name: "matching labels", sel: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "red"}}, labels: map[string]string{"team": "red", "x": "y"}},
+		{name: "other labels", sel: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "red"}}, labels: map[string]string{"team": "blue"},
+			wantErr: `IPPool p does not admit namespace ns: its namespaceSelector is "team=red"`},
+		{name: "no labels", sel: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "team", Operator: metav1.LabelSelectorOpExists}}},
+			wantErr: `IPPool p does not admit namespace ns: its namespaceSelector is "team"`},
+		{name: "an invalid selector", sel: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "team", Operator: "Near"}}},
+			wantErr: `IPPool p has an invalid namespaceSelector: "Near" is not a valid label selector operator`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := admits(pool(tt.sel), "ns", tt.labels)
+			if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || err.Error() != tt.wantErr) {
+				t.Fatalf("error %v, want %q", err, tt.wantErr)
+			}
+		})
+	}
+}

@@ -1,0 +1,175 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
+)
+
+// The NAD reconciler's decisions and error paths, over a fake client.
+
+func testNAD(config string) *nadv1.NetworkAttachmentDefinition {
+	return &nadv1.NetworkAttachmentDefinition{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "net"},
+		Spec:       nadv1.NetworkAttachmentDefinitionSpec{Config: config},
+	}
+}
+
+func TestNADReconcile(t *testing.T) {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns", Labels: map[string]string{"team": "red"}}}
+	gr := schema.GroupResource{Group: ipamv1.GroupName, Resource: "ippools"}
+	inline := conflist(`{"type":"netpool","datastore":"kubernetes","network_name":"blue","range":"10.0.0.0/24"}`)
+	ref := func(pool string) string {
+		return conflist(`{"type":"netpool","datastore":"kubernetes","network_name":"blue","pool":"` + pool + `"}`)
+	}
+	pool := func(name, cidr, network string, selector map[string]string) *ipamv1.IPPool {
+		p := &ipamv1.IPPool{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: ipamv1.IPPoolSpec{Range: cidr, NetworkName: network}}
+		if selector != nil {
+			p.Spec.NamespaceSelector = &metav1.LabelSelector{MatchLabels: selector}
+		}
+		return p
+	}
+	badSelector := pool("shared", "10.1.0.0/24", "blue", nil)
+	badSelector.Spec.NamespaceSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "team", Operator: "Sideways"}}}
+	var odd []string // 300 single addresses: more exclude entries than an IPPool holds
+	for i := range 300 {
+		odd = append(odd, fmt.Sprintf(`"10.2.%d.%d"`, i/100, 2*(i%100)+1))
+	}
+	tooManyExclusions := conflist(`{"type":"netpool","datastore":"kubernetes","range":"10.2.0.0/16","exclude":[` + strings.Join(odd, ",") + `]}`)
+	failGet := func(kind string) interceptor.Funcs {
+		return interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if strings.HasSuffix(typeName(obj), "."+kind) {
+				return errExpected
+			}
+			return c.Get(ctx, key, obj, opts...)
+		}}
+	}
+	failCreate := func(err error) interceptor.Funcs {
+		return interceptor.Funcs{Create: func(context.Context, client.WithWatch, client.Object, ...client.CreateOption) error { return err }}
+	}
+	tests := []struct {
+		name       string
+		nad        *nadv1.NetworkAttachmentDefinition
+		objs       []client.Object
+		funcs      interceptor.Funcs
+		wantErr    string
+		wantEvent  string // "Type Reason: note part"
+		wantPool   string // a pool that must exist afterwards
+		wantNoPool bool
+	}{
+		{name: "no NAD"},
+		{name: "the NAD cannot be read", nad: testNAD(inline), funcs: failGet("NetworkAttachmentDefinition"),
+			wantErr: "failed to get NetworkAttachmentDefinition ns/net: injected failure"},
+		{name: "no netpool IPAM", nad: testNAD(`{"cniVersion":"1.0.0","name":"x","type":"bridge","ipam":{"type":"host-local"}}`), wantNoPool: true},
+		{name: "a bad config", nad: testNAD(conflist(`{"type":"netpool","datastore":"kubernetes","range":"10.0.0.0/24","gateway":"10.9.9.9"}`)),
+			wantEvent: `Warning InvalidIPAMConfig: spec.config: plugins[0].ipam: invalid IPAM config: gateway "10.9.9.9": is not inside any range`, wantNoPool: true},
+		{name: "the namespace cannot be read", nad: testNAD(inline), objs: []client.Object{ns}, funcs: failGet("Namespace"),
+			wantErr: "failed to get namespace ns: injected failure"},
+		{name: "an inline range creates its pool", nad: testNAD(inline), objs: []client.Object{ns},
+			wantEvent: "Normal PoolCreated: Created IPPool blue-10.0.0.0-24 for range 0 (10.0.0.0/24) of plugins[0].ipam", wantPool: "blue-10.0.0.0-24"},
+		{name: "an inline range in a namespace the cache has not seen", nad: testNAD(inline), wantPool: "blue-10.0.0.0-24",
+			wantEvent: "Normal PoolCreated: Created IPPool blue-10.0.0.0-24"},
+		{name: "the pool exists", nad: testNAD(inline), objs: []client.Object{ns, pool("blue-10.0.0.0-24", "10.0.0.0/24", "blue", nil)}},
+		{name: "the pool cannot be read", nad: testNAD(inline), funcs: failGet("IPPool"), wantErr: "failed to get IPPool blue-10.0.0.0-24: injected failure"},
+		{name: "the pool name is taken by another range", nad: testNAD(inline),
+			objs:      []client.Object{pool("blue-10.0.0.0-24", "10.0.0.0/25", "blue", nil)},
+			wantEvent: `Warning PoolUnusable: spec.config plugins[0].ipam: range 10.0.0.0/24 of network "blue": IPPool blue-10.0.0.0-24 already exists for range 10.0.0.0/25 of network "blue"`},
+		{name: "the derived pool does not admit the namespace", nad: testNAD(inline),
+			objs:      []client.Object{ns, pool("blue-10.0.0.0-24", "10.0.0.0/24", "blue", map[string]string{"team": "blue"})},
+			wantEvent: `Warning PoolUnusable: spec.config plugins[0].ipam: IPPool blue-10.0.0.0-24 does not admit namespace ns: its namespaceSelector is "team=blue"`},
+		{name: "another writer creates the pool first", nad: testNAD(inline), funcs: failCreate(apierrors.NewAlreadyExists(gr, "x"))},
+		{name: "the API server rejects the pool", nad: testNAD(inline), funcs: failCreate(apierrors.NewInvalid(schema.GroupKind{Group: ipamv1.GroupName, Kind: "IPPool"}, "x", nil)),
+			wantEvent: "Warning PoolUnusable: spec.config plugins[0].ipam: range 10.0.0.0/24: the API server rejects its IPPool"},
+		{name: "the pool cannot be created", nad: testNAD(inline), funcs: failCreate(errExpected),
+			wantErr: "failed to create IPPool blue-10.0.0.0-24: injected failure"},
+		{name: "exclusions beyond what a pool holds", nad: testNAD(tooManyExclusions), wantNoPool: true,
+			wantEvent: "Warning PoolUnusable: spec.config plugins[0].ipam: range 10.2.0.0/16: its exclusions make 300 CIDRs, more than the 256 an IPPool holds"},
+		{name: "a reference to a missing pool", nad: testNAD(ref("nowhere")),
+			wantEvent: `Warning PoolUnusable: spec.config plugins[0].ipam: pool "nowhere": no IPPool of that name`},
+		{name: "a reference that cannot be read", nad: testNAD(ref("shared")), funcs: failGet("IPPool"),
+			wantErr: "failed to get IPPool shared: injected failure"},
+		{name: "a reference to a pool of another network", nad: testNAD(ref("shared")), objs: []client.Object{pool("shared", "10.1.0.0/24", "red", nil)},
+			wantEvent: `Warning PoolUnusable: spec.config plugins[0].ipam: network_name "blue": differs from the networkName "red" of IPPool shared`},
+		{name: "a reference to a pool that admits the namespace", nad: testNAD(ref("shared")),
+			objs: []client.Object{ns, pool("shared", "10.1.0.0/24", "blue", map[string]string{"team": "red"})}},
+		{name: "a reference to a pool with an invalid selector", nad: testNAD(ref("shared")), objs: []client.Object{ns, badSelector},
+			wantEvent: "Warning PoolUnusable: spec.config plugins[0].ipam: IPPool shared has an invalid namespaceSelector"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			objs := tt.objs
+			if tt.nad != nil {
+				objs = append(objs, tt.nad)
+			}
+			base := fakeClient(t, interceptor.Funcs{}, objs...)
+			rec := &fakeRecorder{}
+			r := &nadReconciler{Client: interceptor.NewClient(base, tt.funcs), Recorder: rec}
+			_, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKey{Namespace: "ns", Name: "net"}})
+			if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || err.Error() != tt.wantErr) {
+				t.Fatalf("error %v, want %q", err, tt.wantErr)
+			}
+			var got []string
+			for _, e := range rec.all() {
+				got = append(got, e.eventType+" "+e.reason+": "+e.note)
+			}
+			switch {
+			case tt.wantEvent == "" && len(got) != 0:
+				t.Fatalf("events %q, want none", got)
+			case tt.wantEvent != "" && (len(got) != 1 || !strings.HasPrefix(got[0], tt.wantEvent)):
+				t.Fatalf("events %q, want one starting %q", got, tt.wantEvent)
+			}
+			var pools ipamv1.IPPoolList
+			if err := base.List(context.Background(), &pools); err != nil {
+				t.Fatal(err)
+			}
+			if tt.wantNoPool && len(pools.Items) != 0 {
+				t.Fatalf("pools %v, want none", pools.Items)
+			}
+			if tt.wantPool != "" {
+				if err := base.Get(context.Background(), client.ObjectKey{Name: tt.wantPool}, &ipamv1.IPPool{}); err != nil {
+					t.Fatalf("pool %s: %v", tt.wantPool, err)
+				}
+			}
+		})
+	}
+}
+
+func TestNADsOfPoolAndNamespace(t *testing.T) {
+	a := testNAD(conflist(`{"type":"netpool","datastore":"kubernetes","pool":"shared"}`))
+	b := testNAD(conflist(`{"type":"netpool","datastore":"kubernetes","range":"10.0.0.0/24"}`))
+	b.Name = "inline"
+	other := testNAD(`{"cniVersion":"1.0.0","name":"x","type":"bridge"}`)
+	other.Namespace, other.Name = "elsewhere", "plain"
+	r := &nadReconciler{Client: fakeClient(t, interceptor.Funcs{}, a, b, other)}
+	ctx := context.Background()
+	if got := requestNames(r.nadsOfPool(ctx, &ipamv1.IPPool{ObjectMeta: metav1.ObjectMeta{Name: "shared"}})); got != "net" {
+		t.Fatalf("NADs of pool shared: %q", got)
+	}
+	if got := requestNames(r.nadsOfPool(ctx, &ipamv1.IPPool{ObjectMeta: metav1.ObjectMeta{Name: "10.0.0.0-24"}})); got != "inline" {
+		t.Fatalf("NADs of pool 10.0.0.0-24: %q", got)
+	}
+	if got := requestNames(r.nadsOfNamespace(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns"}})); got != "inline net" {
+		t.Fatalf("NADs of namespace ns: %q", got)
+	}
+	failing := &nadReconciler{Client: fakeClient(t, interceptor.Funcs{List: func(context.Context, client.WithWatch, client.ObjectList, ...client.ListOption) error {
+		return errExpected
+	}})}
+	if got := failing.nadsOfNamespace(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns"}}); got != nil {
+		t.Fatalf("requests %v after a list error", got)
+	}
+	if err := (&nadReconciler{}).SetupWithManager(nil); err == nil {
+		t.Fatal("SetupWithManager without a client succeeded")
+	}
+}

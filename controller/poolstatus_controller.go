@@ -1,0 +1,156 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
+)
+
+// poolStatusReconciler keeps every IPPool's status (capacity, allocated, free, the Ready,
+// Exhausted and Invalid conditions and observedGeneration) and its metrics up to date. It reads
+// the reservation count from a tally kept by its own reservation events, so a reconcile costs
+// the same at 10 or 100,000 reservations, and it writes a pool's status at most once per
+// Interval, so a burst of allocations costs a few writes, not one per allocation.
+type poolStatusReconciler struct {
+	// Client reads from the cache and writes to the API server.
+	Client client.Client
+	// Metrics receives each pool's counts.
+	Metrics *Metrics
+	// Interval is the shortest time between two status writes of one pool.
+	Interval time.Duration
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+
+	// tally counts reservations per pool; SetupWithManager creates it.
+	tally *poolTally
+
+	mu sync.Mutex
+	// lastWrite is when each pool's status was last written.
+	lastWrite map[string]time.Time
+}
+
+// SetupWithManager registers the reconciler: pools (a spec change also re-judges the other pools
+// of the network, whose overlaps may change) and reservations, counted as they come and go.
+func (r *poolStatusReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Client == nil || r.Metrics == nil {
+		return fmt.Errorf("pool status reconciler: Client and Metrics are required")
+	}
+	r.tally = newPoolTally()
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("ippool-status").
+		Watches(&ipamv1.IPPool{}, handler.EnqueueRequestsFromMapFunc(r.poolsOfNetwork),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		WatchesRawSource(source.Kind(mgr.GetCache(), client.Object(&ipamv1.OverlappingRangeIPReservation{}), r.tally.handler())).
+		Complete(r)
+}
+
+// +kubebuilder:rbac:groups=ipam.netpool.io,resources=ippools,verbs=get;list;watch
+// +kubebuilder:rbac:groups=ipam.netpool.io,resources=ippools/status,verbs=patch
+// +kubebuilder:rbac:groups=ipam.netpool.io,resources=overlappingrangeipreservations,verbs=get;list;watch
+
+// Reconcile computes one pool's status and writes it when it changed.
+func (r *poolStatusReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	pool := &ipamv1.IPPool{}
+	if err := r.Client.Get(ctx, req.NamespacedName, pool); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.Metrics.forgetPool(req.Name)
+			r.forget(req.Name)
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, fmt.Errorf("failed to get IPPool %s: %w", req.Name, err)
+	}
+	var peers ipamv1.IPPoolList
+	if err := r.Client.List(ctx, &peers, client.MatchingFields{poolNetworkField: pool.Spec.NetworkName}); err != nil {
+		return ctrl.Result{}, fmt.Errorf("failed to list the IPPools of network %q: %w", pool.Spec.NetworkName, err)
+	}
+	v := judgePool(pool, peers.Items, r.tally.count(pool.Name))
+	if v.capacity != nil {
+		r.Metrics.setPool(pool.Name, v.capacity, v.allocated, v.free())
+	} else {
+		r.Metrics.forgetPool(pool.Name)
+	}
+	updated := pool.DeepCopy()
+	applyVerdict(updated, v)
+	if equality.Semantic.DeepEqual(pool.Status, updated.Status) {
+		return ctrl.Result{}, nil
+	}
+	if wait := r.untilNextWrite(pool.Name); wait > 0 {
+		return ctrl.Result{RequeueAfter: wait}, nil
+	}
+	if err := r.Client.Status().Patch(ctx, updated, client.MergeFrom(pool)); err != nil {
+		if apierrors.IsNotFound(err) {
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, fmt.Errorf("failed to update the status of IPPool %s: %w", pool.Name, err)
+	}
+	r.wrote(pool.Name)
+	return ctrl.Result{}, nil
+}
+
+// poolsOfNetwork maps a pool event to that pool and every other pool of its network.
+func (r *poolStatusReconciler) poolsOfNetwork(ctx context.Context, obj client.Object) []reconcile.Request {
+	reqs := []reconcile.Request{{NamespacedName: types.NamespacedName{Name: obj.GetName()}}}
+	pool, ok := obj.(*ipamv1.IPPool)
+	if !ok {
+		return reqs
+	}
+	var peers ipamv1.IPPoolList
+	if err := r.Client.List(ctx, &peers, client.MatchingFields{poolNetworkField: pool.Spec.NetworkName}); err != nil {
+		// The cache answers from memory; an error here means the index is missing, a setup bug
+		// that the pool's own reconcile reports.
+		return reqs
+	}
+	for _, p := range peers.Items {
+		if p.Name != pool.Name {
+			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Name: p.Name}})
+		}
+	}
+	return reqs
+}
+
+func (r *poolStatusReconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+// untilNextWrite is how long the pool's status must wait before it may be written again.
+func (r *poolStatusReconciler) untilNextWrite(pool string) time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	last, ok := r.lastWrite[pool]
+	if !ok {
+		return 0
+	}
+	return r.Interval - r.now().Sub(last)
+}
+
+func (r *poolStatusReconciler) wrote(pool string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.lastWrite == nil {
+		r.lastWrite = map[string]time.Time{}
+	}
+	r.lastWrite[pool] = r.now()
+}
+
+func (r *poolStatusReconciler) forget(pool string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.lastWrite, pool)
+}

@@ -1,0 +1,125 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
+)
+
+// releaser deletes leaked reservations, and reports each release as an Event, a metric and a log
+// line. In a dry run it reports each leak once and deletes nothing.
+type releaser struct {
+	client   client.Client
+	recorder events.EventRecorder
+	metrics  *Metrics
+	dryRun   bool
+
+	mu sync.Mutex
+	// reported holds the reservations a dry run has reported, so a sweep does not report them again.
+	reported map[types.UID]bool
+}
+
+// release releases r for reason (detail says why). pod is r's pod when it exists: the Event goes
+// there, else to r's pool. The delete is conditional on r's UID, so a reservation of the same name
+// made since (the address claimed anew) is never touched; a reservation already gone is no error.
+func (rl *releaser) release(ctx context.Context, r *ipamv1.OverlappingRangeIPReservation, reason, detail string, pod *corev1.Pod) error {
+	log := logf.FromContext(ctx).WithValues("reservation", r.Name, "address", r.Spec.Address, "pool", r.Spec.Pool,
+		"podRef", r.Spec.PodRef, "reason", reason)
+	if rl.dryRun {
+		if !rl.firstReport(r.UID) {
+			return nil
+		}
+		log.Info("Found a leaked reservation, keeping it (dry run)", "detail", detail)
+		rl.metrics.released(reason, true)
+		rl.recorder.Eventf(rl.regarding(ctx, r, pod), r, corev1.EventTypeWarning, EventLeakFound, actionRelease,
+			"Dry run: would release %s of IPPool %s (reservation %s, container %s, interface %s): %s",
+			r.Spec.Address, r.Spec.Pool, r.Name, r.Spec.ContainerID, r.Spec.IfName, detail)
+		return nil
+	}
+	log.Info("Releasing a leaked reservation", "detail", detail)
+	uid := r.UID
+	err := rl.client.Delete(ctx, r, client.Preconditions{UID: &uid})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil // released already (a DEL came, or another pass of GC)
+	case apierrors.IsConflict(err):
+		return nil // the name now holds another claim on the address: not ours to release
+	case err != nil:
+		return fmt.Errorf("failed to release reservation %s (%s of IPPool %s): %w", r.Name, r.Spec.Address, r.Spec.Pool, err)
+	}
+	rl.metrics.released(reason, false)
+	rl.recorder.Eventf(rl.regarding(ctx, r, pod), r, corev1.EventTypeWarning, EventAddressReleased, actionRelease,
+		"Released %s of IPPool %s (reservation %s, container %s, interface %s): %s",
+		r.Spec.Address, r.Spec.Pool, r.Name, r.Spec.ContainerID, r.Spec.IfName, detail)
+	return nil
+}
+
+// returnSlice gives slice s back to its pool for reason (detail says why): the delete is
+// conditional on its UID, so a block claimed anew under the same name is never touched. The Event
+// goes to the pool, else to the slice.
+func (rl *releaser) returnSlice(ctx context.Context, s *ipamv1.IPPoolSlice, reason, detail string) error {
+	log := logf.FromContext(ctx).WithValues("slice", s.Name, "range", s.Spec.Range, "pool", s.Spec.Pool,
+		"node", s.Spec.Node, "reason", reason)
+	if rl.dryRun {
+		if rl.firstReport(s.UID) {
+			log.Info("Found a slice to give back, keeping it (dry run)", "detail", detail)
+		}
+		return nil
+	}
+	log.Info("Giving a slice back to its pool", "detail", detail)
+	uid := s.UID
+	err := rl.client.Delete(ctx, s, client.Preconditions{UID: &uid})
+	switch {
+	case apierrors.IsNotFound(err), apierrors.IsConflict(err):
+		return nil // given back already, or claimed anew
+	case err != nil:
+		return fmt.Errorf("failed to give slice %s (%s of IPPool %s) back: %w", s.Name, s.Spec.Range, s.Spec.Pool, err)
+	}
+	rl.metrics.SlicesReturned.WithLabelValues(reason).Inc()
+	var regarding runtime.Object = s
+	pool := &ipamv1.IPPool{}
+	if err := rl.client.Get(ctx, client.ObjectKey{Name: s.Spec.Pool}, pool); err == nil {
+		regarding = pool
+	}
+	rl.recorder.Eventf(regarding, s, corev1.EventTypeNormal, EventSliceReturned, actionReturn,
+		"Slice %s (%s) of node %s went back to IPPool %s: %s", s.Name, s.Spec.Range, s.Spec.Node, s.Spec.Pool, detail)
+	return nil
+}
+
+// regarding is the object a release Event is about: the pod when it exists, else the pool, else
+// (the pool is gone too) the reservation itself.
+func (rl *releaser) regarding(ctx context.Context, r *ipamv1.OverlappingRangeIPReservation, pod *corev1.Pod) runtime.Object {
+	if pod != nil {
+		return pod
+	}
+	pool := &ipamv1.IPPool{}
+	if err := rl.client.Get(ctx, client.ObjectKey{Name: r.Spec.Pool}, pool); err == nil {
+		return pool
+	}
+	// Whatever failed (mostly: the pool is gone), the Event still names the pool in its note.
+	return r
+}
+
+// firstReport records that a dry run reported uid, and says whether it had not before.
+func (rl *releaser) firstReport(uid types.UID) bool {
+	rl.mu.Lock()
+	defer rl.mu.Unlock()
+	if rl.reported == nil {
+		rl.reported = map[types.UID]bool{}
+	}
+	if rl.reported[uid] {
+		return false
+	}
+	rl.reported[uid] = true
+	return true
+}

@@ -1,0 +1,28 @@
+package controller
+
+import (
+	"fmt"
+
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+
+	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
+)
+
+// NewScheme returns a scheme with the kinds the controller reads and writes: client-go's built-in
+// kinds (pods, nodes, namespaces, events, leases), netpool's ipam.netpool.io kinds and Multus'
+// NetworkAttachmentDefinition.
+func NewScheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{
+		clientgoscheme.AddToScheme,
+		ipamv1.AddToScheme,
+		nadv1.AddToScheme,
+	} {
+		if err := add(s); err != nil {
+			return nil, fmt.Errorf("failed to build the scheme: %w", err)
+		}
+	}
+	return s, nil
+}

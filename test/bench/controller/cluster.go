@@ -1,0 +1,196 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/netpool/netpool/controller"
+)
+
+// cluster is the envtest control plane, the controller binary and its process.
+type cluster struct {
+	root       string // the checkout
+	dir        string // work directory: kubeconfig, the controller's log
+	env        *crenvtest.Environment
+	cfg        *rest.Config
+	client     client.WithWatch
+	kubeconfig string
+	binary     string
+	controller *controllerProc
+}
+
+// controllerProc is the running controller.
+type controllerProc struct {
+	cmd     *exec.Cmd
+	done    chan error
+	log     string
+	metrics string // host:port of /metrics
+	health  string // host:port of /healthz and /readyz
+	started time.Time
+}
+
+// startCluster starts kube-apiserver and etcd with netpool's CRDs and the NAD CRD, and builds the
+// controller (or takes it from o.binDir). On error the returned cluster, if any, must be stopped.
+func startCluster(o options) (*cluster, error) {
+	root, err := output(exec.Command("go", "list", "-m", "-f", "{{.Dir}}"))
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "npctrlbench")
+	if err != nil {
+		return nil, err
+	}
+	c := &cluster{root: root, dir: dir}
+	if err := c.build(o.binDir); err != nil {
+		return c, err
+	}
+	assets, err := output(exec.Command("bash", filepath.Join(root, "hack", "envtest-binaries.sh")))
+	if err != nil {
+		return c, fmt.Errorf("failed to get the envtest binaries: %w", err)
+	}
+	scheme, err := controller.NewScheme()
+	if err != nil {
+		return c, err
+	}
+	c.env = &crenvtest.Environment{
+		CRDDirectoryPaths:     []string{filepath.Join(root, "crds", "bases"), filepath.Join(root, "controller", "testdata")},
+		ErrorIfCRDPathMissing: true, BinaryAssetsDirectory: assets, Scheme: scheme,
+	}
+	if c.cfg, err = c.env.Start(); err != nil {
+		return c, fmt.Errorf("failed to start envtest: %w", err)
+	}
+	c.cfg.QPS, c.cfg.Burst = 2000, 4000
+	if c.client, err = client.NewWithWatch(c.cfg, client.Options{Scheme: scheme}); err != nil {
+		return c, err
+	}
+	c.kubeconfig = filepath.Join(dir, "admin.kubeconfig")
+	return c, os.WriteFile(c.kubeconfig, c.env.KubeConfig, 0o600)
+}
+
+// build compiles cmd/netpool-controller into the work directory, or uses dir.
+func (c *cluster) build(dir string) error {
+	if dir == "" {
+		dir = filepath.Join(c.dir, "bin")
+		cmd := exec.Command("go", "build", "-trimpath", "-o", dir+"/", "./cmd/netpool-controller")
+		cmd.Dir = c.root
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("failed to build the controller: %w\n%s", err, out)
+		}
+	}
+	c.binary = filepath.Join(dir, "netpool-controller")
+	return nil
+}
+
+// startController runs the controller binary with its defaults, except a single replica (no
+// leader election), the bench's grace and loopback listeners.
+func (c *cluster) startController(o options) error {
+	metrics, err := freeAddr()
+	if err != nil {
+		return err
+	}
+	health, err := freeAddr()
+	if err != nil {
+		return err
+	}
+	logPath := filepath.Join(c.dir, "controller.log")
+	log, err := os.Create(logPath)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(c.binary, "--kubeconfig", c.kubeconfig, "--leader-elect=false", "--gc-grace", o.grace.String(),
+		"--metrics-bind-address", metrics, "--health-probe-bind-address", health)
+	cmd.Stdout, cmd.Stderr = log, log
+	p := &controllerProc{cmd: cmd, done: make(chan error, 1), log: logPath, metrics: metrics, health: health, started: time.Now()}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("failed to start the controller: %w", err)
+	}
+	go func() { p.done <- cmd.Wait(); _ = log.Close() }()
+	c.controller = p
+	return nil
+}
+
+// waitReady waits until the controller's /readyz answers 200 (its caches have synced).
+func (p *controllerProc) waitReady(timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		resp, err := http.Get("http://" + p.health + "/readyz")
+		if err == nil {
+			_ = resp.Body.Close() // only the status matters
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case err := <-p.done:
+			return fmt.Errorf("the controller exited: %v (log: %s)", err, p.log)
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the controller was not ready within %s (log: %s)", timeout, p.log)
+		}
+	}
+}
+
+// stop ends the controller (SIGTERM) and the control plane, and removes the work directory
+// unless keep.
+func (c *cluster) stop(keep bool) error {
+	var errs []error
+	if p := c.controller; p != nil {
+		if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			errs = append(errs, err)
+		} else {
+			select {
+			case err := <-p.done:
+				if err != nil {
+					errs = append(errs, fmt.Errorf("controller: %w (log: %s)", err, p.log))
+				}
+			case <-time.After(15 * time.Second):
+				errs = append(errs, fmt.Errorf("the controller did not stop within 15s"), p.cmd.Process.Kill())
+			}
+		}
+	}
+	if c.env != nil {
+		errs = append(errs, c.env.Stop())
+	}
+	if keep {
+		fmt.Fprintln(os.Stderr, "bench: work directory kept:", c.dir)
+	} else {
+		errs = append(errs, os.RemoveAll(c.dir))
+	}
+	return errors.Join(errs...)
+}
+
+// freeAddr returns a loopback address with a port nothing listens on.
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	addr := l.Addr().String()
+	return addr, l.Close()
+}
+
+// output runs cmd and returns its trimmed standard output.
+func output(cmd *exec.Cmd) (string, error) {
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("%s: %w\n%s", strings.Join(cmd.Args, " "), err, stderr.Bytes())
+	}
+	return strings.TrimSpace(string(out)), nil
+}

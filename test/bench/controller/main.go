@@ -1,0 +1,107 @@
+// Command controller measures the netpool controller on one envtest kube-apiserver + etcd:
+//
+//   - the full sweep: -pods pods (Running, their address in network-status) and one reservation
+//     each; before the controller starts, -deleted of the pods are deleted and -finished have
+//     Succeeded, as if it had been down. The controller binary is then started cold: the time until
+//     it is ready (caches synced) and until every leaked reservation is released, and that no live
+//     reservation was;
+//   - release latency: -deletions pods deleted at -rate per minute while it runs: the time from
+//     each pod's deletion to its reservation's, p50/p99/max;
+//   - the controller's peak memory (VmHWM of its process) over both.
+//
+// It prints one table and exits non-zero when a target is missed: the sweep under -max-sweep, the
+// peak memory under -max-rss-mib, no live reservation released.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+)
+
+// options are the bench's flags.
+type options struct {
+	pods        int
+	deleted     int
+	finished    int
+	deletions   int
+	rate        int
+	concurrency int
+	grace       time.Duration
+	maxSweep    time.Duration
+	maxRSSMiB   int
+	binDir      string
+	keep        bool
+}
+
+func main() {
+	o := options{}
+	flag.IntVar(&o.pods, "pods", 20000, "pods, each with one reservation")
+	flag.IntVar(&o.deleted, "deleted", 1000, "pods deleted while the controller is down (leaks the sweep releases)")
+	flag.IntVar(&o.finished, "finished", 500, "pods that Succeeded while the controller is down (leaks too)")
+	flag.IntVar(&o.deletions, "deletions", 1000, "pods deleted while the controller runs, for the release latency")
+	flag.IntVar(&o.rate, "rate", 1000, "deletions per minute")
+	flag.IntVar(&o.concurrency, "concurrency", 64, "requests in flight while loading the cluster")
+	flag.DurationVar(&o.grace, "gc-grace", 5*time.Second, "the controller's --gc-grace (the load waits it out)")
+	flag.DurationVar(&o.maxSweep, "max-sweep", 10*time.Second, "target: controller start to every leak released")
+	flag.IntVar(&o.maxRSSMiB, "max-rss-mib", 300, "target: the controller's peak resident memory")
+	flag.StringVar(&o.binDir, "bin", "", "directory holding netpool-controller (default: build it)")
+	flag.BoolVar(&o.keep, "keep", false, "keep the work directory (the controller's log) and print its path")
+	noFailExit := flag.Bool("no-fail-exit", false, "exit 0 even when a target is missed")
+	flag.Parse()
+	if o.deleted+o.finished+o.deletions > o.pods {
+		fmt.Fprintln(os.Stderr, "bench: -deleted + -finished + -deletions exceed -pods")
+		os.Exit(2)
+	}
+
+	ctrllog.SetLogger(logr.Discard()) // envtest's own logs add nothing to the table
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	rep, err := run(ctx, o)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+	rep.print(os.Stdout, o)
+	if !rep.ok(o) && !*noFailExit {
+		os.Exit(1)
+	}
+}
+
+// run sets the cluster up, runs both measurements and tears everything down.
+func run(ctx context.Context, o options) (*report, error) {
+	c, err := startCluster(o)
+	if c != nil {
+		defer func() {
+			if err := c.stop(o.keep); err != nil {
+				fmt.Fprintln(os.Stderr, "bench: stopping:", err)
+			}
+		}()
+	}
+	if err != nil {
+		return nil, err
+	}
+	rep := &report{}
+	w, err := load(ctx, c, o, rep)
+	if err != nil {
+		return nil, err
+	}
+	if err := measureSweep(ctx, c, o, w, rep); err != nil {
+		return nil, err
+	}
+	if err := measureLatency(ctx, c, o, w, rep); err != nil {
+		return nil, err
+	}
+	rep.peakRSS, err = peakRSS(c.controller.cmd.Process.Pid)
+	if err != nil {
+		return nil, err
+	}
+	return rep, nil
+}
