@@ -22,6 +22,9 @@ func derivedPool(name, networkName string, r ipam.Range) (*ipamv1.IPPool, error)
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec:       ipamv1.IPPoolSpec{Range: r.Subnet.String(), NetworkName: networkName},
 	}
+	if !r.Subnet.IsValid() {
+		return nil, fmt.Errorf("range %q is not a valid subnet", r.Subnet)
+	}
 	first, last := ipam.UsableBounds(r.Subnet)
 	if r.Start != first {
 		p.Spec.RangeStart = r.Start.String()
