@@ -1,0 +1,125 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
+	"github.com/netpool/netpool/test/envtest"
+)
+
+// TestKilledPluginProcessesLeaveNoDuplicate runs real plugin processes in Kubernetes mode and
+// SIGKILLs half of them at random moments of their ADD, as a runtime's timeout or a node's OOM
+// killer would. The agent finishes or abandons each call on its own, so afterwards no address is
+// held twice, every ADD that printed a result holds what it printed, and GC listing only those
+// survivors reclaims everything else.
+func TestKilledPluginProcessesLeaveNoDuplicate(t *testing.T) {
+	env := envtest.Start(t)
+	warmUp(t, env)
+	bin := buildPlugin(t)
+	node := MustRun(t, env, "node-k", filepath.Join(socketDir(t), "k.sock"), Options{})
+	conf := netConf("net-kill", node.socket, `,"range":"10.81.0.0/22"`)
+
+	const procs = 48
+	printed := make([]string, procs) // the address each surviving ADD printed
+	rng := rand.New(rand.NewPCG(7, 9))
+	var wg sync.WaitGroup
+	for i := range procs {
+		cmd := pluginCmd(bin, "ADD", fmt.Sprintf("k%d", i), conf)
+		var out bytes.Buffer
+		cmd.Stdout = &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		kill, delay := i%2 == 0, time.Duration(rng.IntN(6000))*time.Microsecond
+		wg.Go(func() {
+			if kill {
+				time.Sleep(delay)
+				_ = cmd.Process.Kill() // it may have finished already: that is a survivor
+			}
+			if cmd.Wait() == nil {
+				printed[i] = firstIP(t, out.String())
+			}
+		})
+	}
+	wg.Wait()
+
+	// Calls of killed processes may still be under way in the agent: wait until the pool is still.
+	held := settledReservations(t, env, "10.81.0.0-22")
+	byOwner := map[string]string{}
+	for _, r := range held {
+		if prev, dup := byOwner[r.Spec.ContainerID]; dup {
+			t.Errorf("%s holds %s and %s", r.Spec.ContainerID, prev, r.Spec.Address)
+		}
+		byOwner[r.Spec.ContainerID] = r.Spec.Address
+	}
+	var valid []string
+	for i, addr := range printed {
+		if addr == "" {
+			continue
+		}
+		id := fmt.Sprintf("k%d", i)
+		valid = append(valid, fmt.Sprintf(`{"containerID":%q,"ifname":"net1"}`, id))
+		if byOwner[id] != addr {
+			t.Errorf("%s printed %s, the API server gives it %q", id, addr, byOwner[id])
+		}
+	}
+	t.Logf("%d of %d ADDs printed a result; %d reservations before GC", len(valid), procs, len(held))
+
+	gc := strings.Replace(string(conf), `"ipam"`, `"cni.dev/valid-attachments":[`+strings.Join(valid, ",")+`],"ipam"`, 1)
+	if out, err := pluginCmd(bin, "GC", "", []byte(gc)).Output(); err != nil {
+		t.Fatalf("GC: %v: %s", err, out)
+	}
+	if after := settledReservations(t, env, "10.81.0.0-22"); len(after) != len(valid) {
+		t.Errorf("%d reservations after GC, want the %d survivors", len(after), len(valid))
+	}
+	start := time.Now()
+	out, err := pluginCmd(bin, "ADD", "after-the-kills", conf).Output()
+	if err != nil || time.Since(start) > 2*time.Second {
+		t.Errorf("ADD after the kills: %v after %v: %s", err, time.Since(start), out)
+	}
+}
+
+func pluginCmd(bin, verb, id string, stdin []byte) *exec.Cmd {
+	cmd := exec.Command(bin)
+	cmd.Env = []string{"CNI_COMMAND=" + verb, "CNI_CONTAINERID=" + id, "CNI_NETNS=/var/run/netns/" + id,
+		"CNI_IFNAME=net1", "CNI_PATH=/opt/cni/bin"}
+	cmd.Stdin = bytes.NewReader(stdin)
+	return cmd
+}
+
+// settledReservations lists the pool's reservations once the list has stopped changing for a second.
+func settledReservations(t *testing.T, env *envtest.Env, pool string) []ipamv1.OverlappingRangeIPReservation {
+	t.Helper()
+	var last []ipamv1.OverlappingRangeIPReservation
+	lastKey, stable := "", time.Now()
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		var list ipamv1.OverlappingRangeIPReservationList
+		if err := env.Client.List(context.Background(), &list, client.MatchingLabels{ipamv1.PoolLabel: pool}); err != nil {
+			t.Fatal(err)
+		}
+		var key strings.Builder
+		for _, r := range list.Items {
+			key.WriteString(r.Name + "/" + string(r.UID) + ",")
+		}
+		if key.String() != lastKey {
+			last, lastKey, stable = list.Items, key.String(), time.Now()
+			continue
+		}
+		if time.Since(stable) >= time.Second {
+			return last
+		}
+	}
+	t.Fatalf("the reservations of pool %s kept changing for 30s", pool)
+	return nil
+}
