@@ -191,3 +191,15 @@ func TestLoadErrors(t *testing.T) {
 		})
 	}
 }
+
+func TestIsDNSSubdomain(t *testing.T) {
+	for s, want := range map[string]bool{
+		"pool": true, "10.0.0.0-24": true, "a.b-c.d": true, "blue-fd00--64": true,
+		"": false, "Pool": false, "-a": false, "a-": false, "a..b": false, ".a": false, "a_b": false,
+		strings.Repeat("a", 253): true, strings.Repeat("a", 254): false,
+	} {
+		if got := isDNSSubdomain(s); got != want {
+			t.Errorf("isDNSSubdomain(%q) = %v, want %v", s, got, want)
+		}
+	}
+}
