@@ -56,21 +56,27 @@ func MustRun(t *testing.T, env *envtest.Env, node, socket string, opts Options) 
 	if opts.Stderr == nil {
 		opts.Stderr = &bytes.Buffer{}
 	}
+	return startAgent(t, cfg, opts)
+}
+
+// startAgent starts an agent with cfg and opts and waits until it serves; the test's end stops it.
+func startAgent(t *testing.T, cfg *rest.Config, opts Options) *running {
+	t.Helper()
 	a, err := New(cfg, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &running{agent: a, socket: socket, cancel: cancel, done: make(chan error, 1)}
+	r := &running{agent: a, socket: opts.Socket, cancel: cancel, done: make(chan error, 1)}
 	go func() { r.done <- a.Run(ctx) }()
 	select {
 	case <-a.Ready():
 	case err := <-r.done:
 		cancel()
-		t.Fatalf("agent %s stopped: %v", node, err)
+		t.Fatalf("agent %s stopped: %v", opts.NodeName, err)
 	case <-time.After(30 * time.Second):
 		cancel()
-		t.Fatalf("agent %s not ready after 30s", node)
+		t.Fatalf("agent %s not ready after 30s (cannot list and watch what it needs?)", opts.NodeName)
 	}
 	t.Cleanup(func() { r.stop(t) })
 	return r

@@ -13,7 +13,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -391,24 +390,7 @@ func mustRunAs(t *testing.T, kubeconfig, node, socket string) *running {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := New(cfg, Options{NodeName: node, Socket: socket, Log: slog.New(slog.DiscardHandler), Stderr: &bytes.Buffer{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &running{agent: a, socket: socket, cancel: cancel, done: make(chan error, 1)}
-	go func() { r.done <- a.Run(ctx) }()
-	select {
-	case <-a.Ready():
-	case err := <-r.done:
-		cancel()
-		t.Fatalf("agent %s stopped: %v", node, err)
-	case <-time.After(30 * time.Second):
-		cancel()
-		t.Fatalf("agent %s not ready after 30s (cannot list and watch what it needs?)", node)
-	}
-	t.Cleanup(func() { r.stop(t) })
-	return r
+	return startAgent(t, cfg, Options{NodeName: node, Socket: socket, Log: slog.New(slog.DiscardHandler), Stderr: &bytes.Buffer{}})
 }
 
 // slicesOf counts the slices of pool by node, as the API server holds them.
