@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
 	"strings"
 	"time"
 
@@ -28,8 +29,22 @@ func NewNetNS() (ns.NetNS, error) {
 
 // CloseNetNS closes and unmounts a namespace made by NewNetNS. Once no process is left inside, the
 // kernel destroys it together with every interface it still holds (veth ends, bridges, macvlans).
+//
+// The unmount is lazy (MNT_DETACH): a plain unmount fails with EBUSY while a plugin process that
+// copied the mount into its own mount namespace has not exited yet, which made cleanup flaky.
 func CloseNetNS(n ns.NetNS) error {
-	return errors.Join(n.Close(), testutils.UnmountNS(n))
+	path := n.Path()
+	err := n.Close()
+	if strings.HasPrefix(path, "/proc/") {
+		return err
+	}
+	if uerr := unix.Unmount(path, unix.MNT_DETACH); uerr != nil && !errors.Is(uerr, unix.EINVAL) {
+		return errors.Join(err, fmt.Errorf("failed to unmount %s: %w", path, uerr))
+	}
+	if rerr := os.Remove(path); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+		return errors.Join(err, fmt.Errorf("failed to remove %s: %w", path, rerr))
+	}
+	return err
 }
 
 // AddVethPair creates the veth pair name <-> peer inside n and sets both ends up.
