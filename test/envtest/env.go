@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -185,11 +186,22 @@ func (e *Env) StopControlPlane() error {
 	if e.down {
 		return nil
 	}
-	if err := e.env.ControlPlane.Stop(); err != nil {
-		return fmt.Errorf("failed to stop kube-apiserver and etcd: %w", err)
+	plane := &e.env.ControlPlane
+	// A test may have killed the apiserver to simulate a crash; stopping what is already gone is
+	// not an error, and etcd must be stopped either way.
+	if err := plane.APIServer.Stop(); err != nil && !processGone(err) {
+		return fmt.Errorf("failed to stop kube-apiserver: %w", err)
+	}
+	if err := plane.Etcd.Stop(); err != nil && !processGone(err) {
+		return fmt.Errorf("failed to stop etcd: %w", err)
 	}
 	e.down = true
 	return nil
+}
+
+// processGone reports whether a stop failed only because the process had already exited.
+func processGone(err error) bool {
+	return errors.Is(err, os.ErrProcessDone) || errors.Is(err, syscall.ESRCH) || strings.Contains(err.Error(), "no such process")
 }
 
 // StartControlPlane starts etcd and then the apiserver again after StopControlPlane, on the same
