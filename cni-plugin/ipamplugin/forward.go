@@ -18,16 +18,16 @@ const forwardGrace = 5 * time.Second
 
 // route serves a verb: through the node agent when the config selects datastore kubernetes and this
 // Plugin forwards (the binary), else here with local (the bbolt datastore, and the agent itself).
-func (p *Plugin) route(verb string, args *skel.CmdArgs, local func(*skel.CmdArgs) error) error {
-	if p.Forward == nil {
-		return local(args)
-	}
-	// A config that does not load is reported by the local path, with the same error it gets here.
+// The config is loaded once per call, here: the plugin's start-up is its hot path.
+func (p *Plugin) route(verb string, args *skel.CmdArgs, local func(*skel.CmdArgs, *ipam.Config) error) error {
 	cfg, err := ipam.Load(args.StdinData, args.Args, p.ReadFile)
-	if err != nil || cfg.Datastore != ipam.DatastoreKubernetes {
-		return local(args)
+	if err != nil {
+		return err
 	}
-	return p.forward(cfg, verb, args)
+	if p.Forward != nil && cfg.Datastore == ipam.DatastoreKubernetes {
+		return p.forward(cfg, verb, args)
+	}
+	return local(args, cfg)
 }
 
 // forward sends one verb to the agent at cfg.AgentSocket and relays its answer: the result bytes to

@@ -75,11 +75,7 @@ type session struct {
 	close func()
 }
 
-func (p *Plugin) open(args *skel.CmdArgs) (*session, error) {
-	cfg, err := ipam.Load(args.StdinData, args.Args, p.ReadFile)
-	if err != nil {
-		return nil, err
-	}
+func (p *Plugin) open(cfg *ipam.Config) (*session, error) {
 	log, closeLog := p.logger(cfg)
 	store, err := p.OpenStore(cfg)
 	if err != nil {
@@ -106,8 +102,8 @@ func owner(args *skel.CmdArgs) allocator.Owner {
 	return allocator.Owner{ContainerID: args.ContainerID, IfName: args.IfName}
 }
 
-func (p *Plugin) add(args *skel.CmdArgs) error {
-	s, err := p.open(args)
+func (p *Plugin) add(args *skel.CmdArgs, cfg *ipam.Config) error {
+	s, err := p.open(cfg)
 	if err != nil {
 		return err
 	}
@@ -139,8 +135,8 @@ func (p *Plugin) add(args *skel.CmdArgs) error {
 	return versioned.PrintTo(p.Stdout)
 }
 
-func (p *Plugin) del(args *skel.CmdArgs) error {
-	s, err := p.open(args)
+func (p *Plugin) del(args *skel.CmdArgs, cfg *ipam.Config) error {
+	s, err := p.open(cfg)
 	if err != nil {
 		return err
 	}
@@ -152,8 +148,8 @@ func (p *Plugin) del(args *skel.CmdArgs) error {
 	return err
 }
 
-func (p *Plugin) check(args *skel.CmdArgs) error {
-	s, err := p.open(args)
+func (p *Plugin) check(args *skel.CmdArgs, cfg *ipam.Config) error {
+	s, err := p.open(cfg)
 	if err != nil {
 		return err
 	}
@@ -196,12 +192,12 @@ type gcConf struct {
 	LegacyAttachments []types.GCAttachment `json:"cni.dev/attachments"`
 }
 
-func (p *Plugin) gc(args *skel.CmdArgs) error {
+func (p *Plugin) gc(args *skel.CmdArgs, cfg *ipam.Config) error {
 	var g gcConf
 	if err := json.Unmarshal(args.StdinData, &g); err != nil {
 		return fmt.Errorf("%w: failed to parse GC arguments: %w", ipam.ErrInvalidConfig, err)
 	}
-	s, err := p.open(args)
+	s, err := p.open(cfg)
 	if err != nil {
 		return err
 	}
@@ -217,8 +213,8 @@ func (p *Plugin) gc(args *skel.CmdArgs) error {
 	return err
 }
 
-func (p *Plugin) status(args *skel.CmdArgs) error {
-	s, err := p.open(args)
+func (p *Plugin) status(args *skel.CmdArgs, cfg *ipam.Config) error {
+	s, err := p.open(cfg)
 	if err != nil {
 		return err
 	}

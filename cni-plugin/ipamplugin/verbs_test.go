@@ -128,7 +128,7 @@ func TestGCAcceptsBothAttachmentKeys(t *testing.T) {
 		t.Errorf("b was valid (legacy key): %v", err)
 	}
 	wantCode(t, h.run(f.Check, "c", prev("10.5.0.3")), CodeCheckFailed, "c/eth0 holds no address")
-	wantCode(t, h.run(f.GC, "", []byte(`{"cni.dev/valid-attachments":"nope"}`)), types.ErrInvalidNetworkConfig, "failed to parse GC arguments")
+	wantCode(t, h.run(f.GC, "", h.conf(`,"range":"10.5.0.0/24"`, `,"cni.dev/valid-attachments":"nope"`)), types.ErrInvalidNetworkConfig, "failed to parse GC arguments")
 }
 
 // TestErrorCodes covers every error path of the verbs: each gets its documented code and a message
