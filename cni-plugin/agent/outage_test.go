@@ -67,7 +67,9 @@ func TestAPIServerRestartDuringARun(t *testing.T) {
 		})
 	}
 	time.Sleep(500 * time.Millisecond)
-	crashAPIServer(t, env)
+	if err := env.CrashAPIServer(); err != nil {
+		t.Fatal(err)
+	}
 	if err := env.StopControlPlane(); err != nil {
 		t.Fatal(err)
 	}

@@ -1,36 +1,33 @@
-package agent
+package envtest
 
 import (
 	"bytes"
+	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
-	"testing"
 	"time"
-
-	"github.com/netpool/netpool/test/envtest"
 )
 
-// crashAPIServer kills (SIGKILL) the kube-apiserver of env, a child of this test process, as a
-// crashed API server dies. Env.StopControlPlane alone stops it gracefully, which does not finish
-// within envtest's 20 s stop timeout while clients hold watches open (the agents always do); after
-// the kill, StopControlPlane only has etcd left to stop.
-func crashAPIServer(t *testing.T, env *envtest.Env) {
-	t.Helper()
-	u, err := url.Parse(env.Config.Host)
+// CrashAPIServer kills (SIGKILL) this Env's kube-apiserver, a child of the test process, as a
+// crashed API server dies. StopControlPlane alone stops it gracefully, which does not finish within
+// envtest's 20 s stop timeout while clients hold watches open (node agents always do); after the
+// kill, StopControlPlane only has etcd left to stop.
+func (e *Env) CrashAPIServer() error {
+	u, err := url.Parse(e.Config.Host)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	port := []byte("--secure-port=" + u.Port())
 	self := strconv.Itoa(os.Getpid())
-	procs, err := filepath.Glob("/proc/[0-9]*/stat")
+	stats, err := filepath.Glob("/proc/[0-9]*/stat")
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
-	for _, stat := range procs {
+	for _, stat := range stats {
 		b, err := os.ReadFile(stat)
 		if err != nil {
 			continue // exited meanwhile
@@ -50,17 +47,17 @@ func crashAPIServer(t *testing.T, env *envtest.Env) {
 		}
 		pid, err := strconv.Atoi(filepath.Base(dir))
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
 		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-			t.Fatalf("killing kube-apiserver (pid %d): %v", pid, err)
+			return fmt.Errorf("killing kube-apiserver (pid %d): %w", pid, err)
 		}
 		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 			if b, err := os.ReadFile(stat); err != nil || bytes.Contains(b, []byte(") Z")) {
-				return
+				return nil
 			}
 		}
-		t.Fatalf("kube-apiserver (pid %d) still running after SIGKILL", pid)
+		return fmt.Errorf("kube-apiserver (pid %d) still running after SIGKILL", pid)
 	}
-	t.Fatalf("no kube-apiserver child of this process serves port %s", u.Port())
+	return fmt.Errorf("no kube-apiserver child of this process serves port %s", u.Port())
 }

@@ -1,0 +1,90 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
+	"github.com/netpool/netpool/test/envtest"
+)
+
+// settledPool lists the pool's reservations once the list has stopped changing for a second, so
+// that calls of killed plugin processes still under way in an agent have finished.
+func settledPool(t *testing.T, env *envtest.Env, pool string) []ipamv1.OverlappingRangeIPReservation {
+	t.Helper()
+	var last []ipamv1.OverlappingRangeIPReservation
+	lastKey, stable := "", time.Now()
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		var list ipamv1.OverlappingRangeIPReservationList
+		if err := env.Client.List(context.Background(), &list, client.MatchingLabels{ipamv1.PoolLabel: ipamv1.LabelValue(pool)}); err != nil {
+			t.Fatal(err)
+		}
+		var key strings.Builder
+		for _, r := range list.Items {
+			key.WriteString(r.Name + "/" + string(r.UID) + ",")
+		}
+		if key.String() != lastKey {
+			last, lastKey, stable = list.Items, key.String(), time.Now()
+			continue
+		}
+		if time.Since(stable) >= time.Second {
+			return last
+		}
+	}
+	t.Fatalf("the reservations of pool %s kept changing for 30s", pool)
+	return nil
+}
+
+// proc is a process as /proc/<pid>/stat gives it.
+type proc struct {
+	pid, ppid int
+	comm      string
+}
+
+// procs lists the running processes.
+func procs() map[int]proc {
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	out := map[int]proc{}
+	for _, stat := range stats {
+		b, err := os.ReadFile(stat)
+		if err != nil {
+			continue // exited meanwhile
+		}
+		s := string(b)
+		open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+		if open < 0 || end < open {
+			continue
+		}
+		f := strings.Fields(s[end+1:])
+		if len(f) < 2 || f[0] == "Z" {
+			continue
+		}
+		pid, err1 := strconv.Atoi(filepath.Base(filepath.Dir(stat)))
+		ppid, err2 := strconv.Atoi(f[1])
+		if err1 == nil && err2 == nil {
+			out[pid] = proc{pid, ppid, s[open+1 : end]}
+		}
+	}
+	return out
+}
+
+// ipamChildren returns the pids of the processes named comm whose parent is a direct child of
+// this test process: the IPAM plugins that main plugins run by libcni are running.
+func ipamChildren(comm string) []int {
+	self := os.Getpid()
+	all := procs()
+	var out []int
+	for _, p := range all {
+		if p.comm == comm && all[p.ppid].ppid == self {
+			out = append(out, p.pid)
+		}
+	}
+	return out
+}
