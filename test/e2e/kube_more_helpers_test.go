@@ -13,6 +13,7 @@ import (
 
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
 	"github.com/netpool/netpool/test/envtest"
+	"github.com/netpool/netpool/test/harness"
 )
 
 // settledPool lists the pool's reservations once the list has stopped changing for a second, so
@@ -87,4 +88,16 @@ func ipamChildren(comm string) []int {
 		}
 	}
 	return out
+}
+
+// twoNodes starts agents for node-a and node-b, each in front of its own host namespace and bridge
+// (<bridge>a, <bridge>b), and returns the network of each node, node-a first.
+func twoNodes(t *testing.T, env *envtest.Env, network, bridge string, fields map[string]any) []*harness.Network {
+	t.Helper()
+	var nodes []*harness.Network
+	for _, node := range []string{"a", "b"} {
+		socket := mustAgent(t, env, "node-"+node)
+		nodes = append(nodes, mustNetwork(t, mustNetNS(t), kubeConflist(t, network, bridge+node, socket, fields), nil))
+	}
+	return nodes
 }

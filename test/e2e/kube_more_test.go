@@ -37,12 +37,7 @@ func TestKubernetesPoolExhaustedAtCapacity(t *testing.T) {
 	)
 	first, last := netip.MustParseAddr("10.91.0.10"), netip.MustParseAddr("10.91.0.15")
 	fields := map[string]any{"range": subnet, "range_start": first.String(), "range_end": last.String(), "gateway": "10.91.0.1"}
-	sockA, sockB := mustAgent(t, env, "node-a"), mustAgent(t, env, "node-b")
-	hostA, hostB := mustNetNS(t), mustNetNS(t)
-	nodes := []*harness.Network{
-		mustNetwork(t, hostA, kubeConflist(t, network, "np-kfa", sockA, fields), nil),
-		mustNetwork(t, hostB, kubeConflist(t, network, "np-kfb", sockB, fields), nil),
-	}
+	nodes := twoNodes(t, env, network, "np-kf", fields)
 
 	type pod struct {
 		node int
@@ -350,12 +345,7 @@ func TestKubernetesAPIServerRestartInNetns(t *testing.T) {
 		pool    = "10.94.0.0-24"
 	)
 	fields := map[string]any{"range": subnet, "gateway": "10.94.0.1"}
-	sockA, sockB := mustAgent(t, env, "node-a"), mustAgent(t, env, "node-b")
-	hostA, hostB := mustNetNS(t), mustNetNS(t)
-	nodes := []*harness.Network{
-		mustNetwork(t, hostA, kubeConflist(t, network, "np-koa", sockA, fields), nil),
-		mustNetwork(t, hostB, kubeConflist(t, network, "np-kob", sockB, fields), nil),
-	}
+	nodes := twoNodes(t, env, network, "np-ko", fields)
 
 	type pod struct {
 		node int

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net/netip"
 	"os/exec"
 	"runtime"
 	"slices"
@@ -202,7 +203,7 @@ func pluginCall(ctx context.Context, bin, verb, id string, i int, conf string) (
 // verify counts the pool's reservations and their distinct addresses on the API server.
 func verify(ctx context.Context, c *cluster, o options, rep *report) error {
 	var list ipamv1.OverlappingRangeIPReservationList
-	pool := strings.NewReplacer(".", ".", "/", "-").Replace(o.cidr)
+	pool := ipamv1.PoolName("", netip.MustParsePrefix(o.cidr))
 	if err := c.client.List(ctx, &list, client.MatchingLabels{ipamv1.PoolLabel: pool}); err != nil {
 		return err
 	}
