@@ -40,10 +40,12 @@ fuzz: ## Run every fuzz target for FUZZTIME each
 	    echo "== $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; \
 	  done; done
 
-lint: ## gofmt and go vet must be clean
+lint: ## gofmt, go vet and staticcheck must be clean
 	@out=$$(gofmt -l .); \
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	@# staticcheck is built from hack/tools and cached in $(NETPOOL_CACHE)/tools, keyed by version.
+	bash hack/staticcheck.sh ./...
 
 generate: ## Regenerate deepcopy code and CRD YAML (crds/bases, deploy/crds) from crds/ipam with controller-gen
 	bash hack/generate.sh
