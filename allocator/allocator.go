@@ -27,9 +27,7 @@ func Pools(c *ipam.Config) []Pool {
 	for i, r := range c.Ranges {
 		pools[i] = Pool{Key: c.PoolKey(i), Range: r}
 		if c.EnableOverlappingRanges {
-			// whereabouts makes an address unique per network name when overlapping ranges are
-			// enabled, so two networks with different names may reuse it.
-			pools[i].Scope = "net:" + c.NetworkName
+			pools[i].Scope = OverlapScope(c.NetworkName)
 		}
 	}
 	return pools
@@ -40,10 +38,10 @@ func Pools(c *ipam.Config) []Pool {
 func (a *Allocator) Add(ctx context.Context, c *ipam.Config, owner Owner) ([]Allocation, error) {
 	pools := Pools(c)
 	out := make([]Allocation, len(pools))
-	err := a.store.Update(ctx, func(tx Txn) error {
+	err := a.store.Update(ctx, func(ctx context.Context, tx Txn) error {
 		for i, p := range pools {
 			requested := requestedIn(c, i)
-			got, held, err := tx.Get(p.Key, owner)
+			got, held, err := tx.Get(ctx, p.Key, owner)
 			if err != nil {
 				return err
 			}
@@ -64,9 +62,9 @@ func (a *Allocator) Add(ctx context.Context, c *ipam.Config, owner Owner) ([]All
 					return fmt.Errorf("%w: requested %w", ErrAddressNotAllowed, err)
 				}
 				al.Addr = requested
-				err = tx.Claim(p, &al)
+				err = tx.Claim(ctx, p, &al)
 			} else {
-				err = tx.ClaimNext(p, &al)
+				err = tx.ClaimNext(ctx, p, &al)
 			}
 			if err != nil {
 				return err
@@ -93,16 +91,31 @@ func requestedIn(c *ipam.Config, i int) netip.Addr {
 // Del releases owner's addresses in every range of the config. Releasing what is not held is not
 // an error, so DEL can be repeated.
 func (a *Allocator) Del(ctx context.Context, c *ipam.Config, owner Owner) ([]Allocation, error) {
+	return a.release(ctx, c, func(context.Context, Txn, Pool) ([]Owner, error) {
+		return []Owner{owner}, nil
+	})
+}
+
+// release releases, in one Update, the owners that pick names in each pool of the config, and
+// returns what was released. An owner that holds nothing is skipped. The list restarts when the
+// store runs fn again, so it names only what the last run released.
+func (a *Allocator) release(ctx context.Context, c *ipam.Config, pick func(context.Context, Txn, Pool) ([]Owner, error)) ([]Allocation, error) {
 	var released []Allocation
-	err := a.store.Update(ctx, func(tx Txn) error {
+	err := a.store.Update(ctx, func(ctx context.Context, tx Txn) error {
 		released = released[:0]
 		for _, p := range Pools(c) {
-			al, ok, err := tx.Release(p.Key, owner)
+			owners, err := pick(ctx, tx, p)
 			if err != nil {
 				return err
 			}
-			if ok {
-				released = append(released, al)
+			for _, o := range owners {
+				al, ok, err := tx.Release(ctx, p.Key, o)
+				if err != nil {
+					return err
+				}
+				if ok {
+					released = append(released, al)
+				}
 			}
 		}
 		return nil
@@ -112,11 +125,11 @@ func (a *Allocator) Del(ctx context.Context, c *ipam.Config, owner Owner) ([]All
 
 // Check verifies that owner holds exactly the addresses the runtime believes it has.
 func (a *Allocator) Check(ctx context.Context, c *ipam.Config, owner Owner, have []netip.Addr) error {
-	return a.store.View(ctx, func(tx Txn) error {
+	return a.store.View(ctx, func(ctx context.Context, tx Txn) error {
 		var errs []error
 		held := map[netip.Addr]bool{}
 		for _, p := range Pools(c) {
-			al, ok, err := tx.Get(p.Key, owner)
+			al, ok, err := tx.Get(ctx, p.Key, owner)
 			if err != nil {
 				return err
 			}
@@ -144,41 +157,24 @@ func (a *Allocator) GC(ctx context.Context, c *ipam.Config, valid []Owner) ([]Al
 	for _, o := range valid {
 		keep[o] = true
 	}
-	var released []Allocation
-	err := a.store.Update(ctx, func(tx Txn) error {
-		released = released[:0]
-		for _, p := range Pools(c) {
-			var stale []Owner
-			err := tx.ForEach(p.Key, func(al Allocation) error {
-				if al.Network == c.Name && !keep[al.Owner] {
-					stale = append(stale, al.Owner)
-				}
-				return nil
-			})
-			if err != nil {
-				return err
+	return a.release(ctx, c, func(ctx context.Context, tx Txn, p Pool) ([]Owner, error) {
+		var stale []Owner
+		err := tx.ForEach(ctx, p.Key, func(al Allocation) error {
+			if al.Network == c.Name && !keep[al.Owner] {
+				stale = append(stale, al.Owner)
 			}
-			for _, o := range stale {
-				al, ok, err := tx.Release(p.Key, o)
-				if err != nil {
-					return err
-				}
-				if ok {
-					released = append(released, al)
-				}
-			}
-		}
-		return nil
+			return nil
+		})
+		return stale, err
 	})
-	return released, err
 }
 
 // Status returns nil when an ADD could succeed, or ErrPoolExhausted naming the first range with
 // nothing left: ADD takes one address from every range, so one exhausted range stops them all.
 func (a *Allocator) Status(ctx context.Context, c *ipam.Config) error {
-	return a.store.View(ctx, func(tx Txn) error {
+	return a.store.View(ctx, func(ctx context.Context, tx Txn) error {
 		for _, p := range Pools(c) {
-			free, err := tx.HasFree(p)
+			free, err := tx.HasFree(ctx, p)
 			if err != nil {
 				return err
 			}

@@ -33,29 +33,49 @@ type Pool struct {
 	Scope string
 }
 
-// Store persists allocations. Update runs fn so that either all of its claims and releases take
-// effect or none do; View runs fn against a consistent snapshot.
+// OverlapScope is the overlap scope of a network with enable_overlapping_ranges on: whereabouts
+// makes an address unique per network name then, so two networks with different names may reuse
+// it, while every pool of one network name shares it.
+func OverlapScope(networkName string) string { return "net:" + networkName }
+
+// Store persists allocations. What every store guarantees (the conformance suite in
+// allocator/storetest holds each store to it):
+//
+//   - No address is held twice: within one pool, and, when a Pool has a Scope, within every pool
+//     of that scope. A claim is atomic against every other claim, in this process or another.
+//   - Two Updates or Views for one attachment never interleave.
+//   - When fn fails, no claim it made survives. Releases may already have taken effect (the
+//     Kubernetes store does not undo them), so the engine never mixes claims and releases in one
+//     Update: ADD only claims, DEL and GC only release, and both are repeated by the runtime.
+//   - View changes nothing. It is not promised to be a snapshot of every pool at one instant.
+//   - The ctx passed to fn bounds the call (the caller's deadline, and any bound of the store's
+//     own); fn passes it to every Txn method. Stores keep no context of their own.
+//
+// Each store documents what it adds: package boltstore makes Update all-or-none and View a
+// snapshot; package kubestore documents its limits in its own doc.
 type Store interface {
-	Update(ctx context.Context, fn func(Txn) error) error
-	View(ctx context.Context, fn func(Txn) error) error
+	Update(ctx context.Context, fn func(context.Context, Txn) error) error
+	View(ctx context.Context, fn func(context.Context, Txn) error) error
 	Close() error
 }
 
-// Txn is the store's view inside one Update or View. Every method costs O(log n) in the number of
-// allocations, and nothing in the size of the range, except ForEach, which visits the pool.
+// Txn is the store's view inside one Update or View. No method costs anything in the size of the
+// range (a /8 costs what a /24 costs); how a cost grows with the number of allocations is each
+// store's to state (bbolt: O(log n) but ForEach; Kubernetes: see HasFree).
 type Txn interface {
 	// Get returns the allocation of owner in pool.
-	Get(pool string, owner Owner) (Allocation, bool, error)
+	Get(ctx context.Context, pool string, owner Owner) (Allocation, bool, error)
 	// ClaimNext claims the next free allowed address after the pool's last claim (round-robin,
 	// so a crash-looping container does not get its old address straight back), wrapping once.
 	// It sets a.Addr and returns ErrPoolExhausted when nothing is free.
-	ClaimNext(p Pool, a *Allocation) error
+	ClaimNext(ctx context.Context, p Pool, a *Allocation) error
 	// Claim claims a.Addr, or returns ErrAddressInUse naming the holder.
-	Claim(p Pool, a *Allocation) error
+	Claim(ctx context.Context, p Pool, a *Allocation) error
 	// Release frees owner's address in pool, if any.
-	Release(pool string, owner Owner) (Allocation, bool, error)
-	// ForEach visits every allocation of pool in address order.
-	ForEach(pool string, fn func(Allocation) error) error
+	Release(ctx context.Context, pool string, owner Owner) (Allocation, bool, error)
+	// ForEach visits allocations of pool in address order: every one in the embedded store, the
+	// node's own in the Kubernetes store (GC on a node releases only that node's attachments).
+	ForEach(ctx context.Context, pool string, fn func(Allocation) error) error
 	// HasFree reports whether ClaimNext would succeed.
-	HasFree(p Pool) (bool, error)
+	HasFree(ctx context.Context, p Pool) (bool, error)
 }

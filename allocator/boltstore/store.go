@@ -101,20 +101,21 @@ func ensureBuckets(db *bolt.DB) error {
 	})
 }
 
-// Update runs fn in one read-write transaction, committed and fsynced when fn returns nil.
-func (s *Store) Update(ctx context.Context, fn func(allocator.Txn) error) error {
+// Update runs fn in one read-write transaction, committed and fsynced when fn returns nil. Beyond
+// the allocator.Store contract it is all or none: when fn fails, its releases are undone too.
+func (s *Store) Update(ctx context.Context, fn func(context.Context, allocator.Txn) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return s.db.Update(func(tx *bolt.Tx) error { return fn(&txn{tx: tx}) })
+	return s.db.Update(func(tx *bolt.Tx) error { return fn(ctx, &txn{tx: tx}) })
 }
 
-// View runs fn in one read-only transaction.
-func (s *Store) View(ctx context.Context, fn func(allocator.Txn) error) error {
+// View runs fn in one read-only transaction, a snapshot of every pool.
+func (s *Store) View(ctx context.Context, fn func(context.Context, allocator.Txn) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return s.db.View(func(tx *bolt.Tx) error { return fn(&txn{tx: tx}) })
+	return s.db.View(func(tx *bolt.Tx) error { return fn(ctx, &txn{tx: tx}) })
 }
 
 // Close closes the database and releases the file lock.

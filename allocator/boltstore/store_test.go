@@ -171,8 +171,8 @@ func TestRequestedAddresses(t *testing.T) {
 	}
 	// None of the refused requests changed state: only c1 holds anything.
 	n := 0
-	err = s.View(ctx, func(tx allocator.Txn) error {
-		return tx.ForEach("10.0.0.0/24", func(al allocator.Allocation) error { n++; return nil })
+	err = s.View(ctx, func(ctx context.Context, tx allocator.Txn) error {
+		return tx.ForEach(ctx, "10.0.0.0/24", func(al allocator.Allocation) error { n++; return nil })
 	})
 	if err != nil || n != 1 {
 		t.Errorf("allocations after refused requests = %d (%v), want 1", n, err)
@@ -335,7 +335,7 @@ func assertRunsMaximal(t *testing.T, s *Store, pool string, held map[int]netip.A
 	for _, a := range held {
 		taken[a] = true
 	}
-	err := s.View(context.Background(), func(tx allocator.Txn) error {
+	err := s.View(context.Background(), func(_ context.Context, tx allocator.Txn) error {
 		b := tx.(*txn).tx.Bucket(bucketPools).Bucket([]byte(pool)).Bucket(bucketUsed)
 		var prevLast netip.Addr
 		n := 0

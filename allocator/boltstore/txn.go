@@ -1,6 +1,7 @@
 package boltstore
 
 import (
+	"context"
 	"fmt"
 	"net/netip"
 
@@ -9,7 +10,11 @@ import (
 	"github.com/netpool/netpool/allocator"
 )
 
+// txn is one bbolt transaction. Its methods ignore their context: a bbolt transaction does no I/O
+// that could wait (the file lock was taken at Open), so Update checks the context once, up front.
 type txn struct{ tx *bolt.Tx }
+
+var _ allocator.Txn = (*txn)(nil)
 
 // poolBuckets are the buckets of one pool; nil fields mean the pool has never been written to
 // (only possible in a read-only transaction).
@@ -67,7 +72,7 @@ func (t *txn) scope(name string) (*bolt.Bucket, error) {
 	return b, nil
 }
 
-func (t *txn) Get(pool string, owner allocator.Owner) (allocator.Allocation, bool, error) {
+func (t *txn) Get(_ context.Context, pool string, owner allocator.Owner) (allocator.Allocation, bool, error) {
 	k := t.tx.Bucket(bucketOwners).Get(ownerKey(pool, owner))
 	if k == nil {
 		return allocator.Allocation{}, false, nil
@@ -87,7 +92,7 @@ func (t *txn) Get(pool string, owner allocator.Owner) (allocator.Allocation, boo
 	return al, err == nil, err
 }
 
-func (t *txn) Claim(p allocator.Pool, a *allocator.Allocation) error {
+func (t *txn) Claim(_ context.Context, p allocator.Pool, a *allocator.Allocation) error {
 	pb, err := t.pool(p.Key)
 	if err != nil {
 		return err
@@ -112,7 +117,7 @@ func (t *txn) Claim(p allocator.Pool, a *allocator.Allocation) error {
 	return t.put(pb, scope, a)
 }
 
-func (t *txn) ClaimNext(p allocator.Pool, a *allocator.Allocation) error {
+func (t *txn) ClaimNext(_ context.Context, p allocator.Pool, a *allocator.Allocation) error {
 	pb, err := t.pool(p.Key)
 	if err != nil {
 		return err
@@ -191,8 +196,8 @@ func (t *txn) put(pb poolBuckets, scope *bolt.Bucket, a *allocator.Allocation) e
 	return t.tx.Bucket(bucketOwners).Put(ownerKey(a.Pool, a.Owner), key(a.Addr))
 }
 
-func (t *txn) Release(pool string, owner allocator.Owner) (allocator.Allocation, bool, error) {
-	al, ok, err := t.Get(pool, owner)
+func (t *txn) Release(ctx context.Context, pool string, owner allocator.Owner) (allocator.Allocation, bool, error) {
+	al, ok, err := t.Get(ctx, pool, owner)
 	if err != nil || !ok {
 		return al, false, err
 	}
@@ -218,7 +223,7 @@ func (t *txn) Release(pool string, owner allocator.Owner) (allocator.Allocation,
 	return al, true, t.tx.Bucket(bucketOwners).Delete(ownerKey(pool, owner))
 }
 
-func (t *txn) ForEach(pool string, fn func(allocator.Allocation) error) error {
+func (t *txn) ForEach(_ context.Context, pool string, fn func(allocator.Allocation) error) error {
 	pb, err := t.pool(pool)
 	if err != nil || pb.alloc == nil {
 		return err
@@ -232,7 +237,7 @@ func (t *txn) ForEach(pool string, fn func(allocator.Allocation) error) error {
 	})
 }
 
-func (t *txn) HasFree(p allocator.Pool) (bool, error) {
+func (t *txn) HasFree(_ context.Context, p allocator.Pool) (bool, error) {
 	pb, err := t.pool(p.Key)
 	if err != nil {
 		return false, err

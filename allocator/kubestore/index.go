@@ -197,7 +197,7 @@ func (x *index) inPool(pool string) []entry {
 const countByAddrBits = 12
 
 // countIn returns how many of this node's reservations of pool lie in block. A block of at most
-// countByAddrLimit addresses is counted address by address, so a release costs what its block
+// countByAddrBits host bits is counted address by address, so a release costs what its block
 // holds, not what the node holds (a DEL took 3x longer at 100,000 reservations).
 func (x *index) countIn(pool string, block netip.Prefix) int {
 	x.mu.Lock()

@@ -27,14 +27,7 @@ type ownerLock struct {
 
 // lockOwner takes the lock of owner, waiting at most until ctx ends.
 func (s *Store) lockOwner(ctx context.Context, owner allocator.Owner) error {
-	s.mu.Lock()
-	l := s.owners[owner]
-	if l == nil {
-		l = &ownerLock{ch: make(chan struct{}, 1)}
-		s.owners[owner] = l
-	}
-	l.refs++
-	s.mu.Unlock()
+	l := s.refOwner(owner)
 	select {
 	case l.ch <- struct{}{}:
 		return nil
@@ -46,14 +39,7 @@ func (s *Store) lockOwner(ctx context.Context, owner allocator.Owner) error {
 
 // tryLockOwner takes the lock of owner if it is free.
 func (s *Store) tryLockOwner(owner allocator.Owner) bool {
-	s.mu.Lock()
-	l := s.owners[owner]
-	if l == nil {
-		l = &ownerLock{ch: make(chan struct{}, 1)}
-		s.owners[owner] = l
-	}
-	l.refs++
-	s.mu.Unlock()
+	l := s.refOwner(owner)
 	select {
 	case l.ch <- struct{}{}:
 		return true
@@ -61,6 +47,20 @@ func (s *Store) tryLockOwner(owner allocator.Owner) bool {
 		s.putOwner(owner, l)
 		return false
 	}
+}
+
+// refOwner returns the lock of owner, made on first use, counting the caller among its users; the
+// caller gives it back with putOwner unless it takes the lock.
+func (s *Store) refOwner(owner allocator.Owner) *ownerLock {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l := s.owners[owner]
+	if l == nil {
+		l = &ownerLock{ch: make(chan struct{}, 1)}
+		s.owners[owner] = l
+	}
+	l.refs++
+	return l
 }
 
 // unlockOwner releases the lock of owner.

@@ -72,12 +72,23 @@ func podOf(podRef, uid string) ipam.PodRef {
 	return ipam.PodRef{Namespace: ns, Name: name, UID: uid}
 }
 
-// allocationOf converts an index entry into the allocator's view; key is the allocator's pool key.
-func allocationOf(key, scope string, e entry) allocator.Allocation {
+// allocationOf converts an index entry of pool u into the allocator's view; key is the allocator's
+// pool key.
+func allocationOf(key string, u *poolUse, e entry) allocator.Allocation {
 	return allocator.Allocation{
 		Pool: key, Addr: e.addr, Owner: e.owner, Network: e.network, Pod: e.pod,
-		Scope: scope, Created: e.created.UTC(),
+		Scope: scopeOf(u), Created: e.created.UTC(),
 	}
+}
+
+// scopeOf is u's overlap scope in the allocator's terms (allocator.Pool.Scope): the network's
+// when overlapping ranges are on, else none. The reservation names use u.scope, which says the
+// same in the API's terms (the network name, or the pool's name).
+func scopeOf(u *poolUse) string {
+	if u.overlap {
+		return allocator.OverlapScope(u.networkName)
+	}
+	return ""
 }
 
 // addrOf parses a reservation's address.

@@ -247,11 +247,11 @@ func (s *Store) freeSliceIndex(ctx context.Context, st *poolState, r ipam.Range,
 
 // claimSlice claims the first free block of r's window for this node by creating its IPPoolSlice.
 // ok is false when every block is claimed.
-func (t *txn) claimSlice(u *poolUse, r ipam.Range) (ownSlice, bool, error) {
+func (t *txn) claimSlice(ctx context.Context, u *poolUse, r ipam.Range) (ownSlice, bool, error) {
 	s, st := t.b.s, u.state
 	lost := map[uint64]bool{}
 	for {
-		i, ok, err := s.freeSliceIndex(t.ctx, st, r, lost)
+		i, ok, err := s.freeSliceIndex(ctx, st, r, lost)
 		if err != nil || !ok {
 			return ownSlice{}, false, err
 		}
@@ -265,13 +265,13 @@ func (t *txn) claimSlice(u *poolUse, r ipam.Range) (ownSlice, bool, error) {
 			},
 			Spec: ipamv1.IPPoolSliceSpec{Pool: st.name, Range: st.geo.block(i).String(), Node: s.node},
 		}
-		err = s.retry(t.ctx, "create slice "+sl.Name, func(ctx context.Context) error {
+		err = s.retry(ctx, "create slice "+sl.Name, func(ctx context.Context) error {
 			return s.client.Create(ctx, sl.DeepCopy())
 		})
 		if apierrors.IsAlreadyExists(err) {
 			// Another node won the block, or an earlier attempt of ours did.
 			existing := &ipamv1.IPPoolSlice{}
-			err = s.retry(t.ctx, "read slice "+sl.Name, func(ctx context.Context) error {
+			err = s.retry(ctx, "read slice "+sl.Name, func(ctx context.Context) error {
 				return s.live.Get(ctx, client.ObjectKey{Name: sl.Name}, existing)
 			})
 			if apierrors.IsNotFound(err) {
@@ -322,9 +322,9 @@ func (s *Store) released(ctx context.Context, st *poolState, a netip.Addr) {
 // happens only when the pool is nearly full or its blocks are spread thin) and creates a
 // reservation on the first address nobody holds, so the pool is exhausted exactly at its capacity.
 // The pool's lock is held throughout.
-func (t *txn) borrow(u *poolUse, p allocator.Pool, al *allocator.Allocation) error {
+func (t *txn) borrow(ctx context.Context, u *poolUse, p allocator.Pool, al *allocator.Allocation) error {
 	s, st := t.b.s, u.state
-	taken, err := s.scopeAddrs(t.ctx, u)
+	taken, err := s.scopeAddrs(ctx, u)
 	if err != nil {
 		return err
 	}
@@ -333,7 +333,7 @@ func (t *txn) borrow(u *poolUse, p allocator.Pool, al *allocator.Allocation) err
 		if _, busy := st.inflight[name]; busy {
 			continue
 		}
-		res, _, err := t.tryCreate(u, al, a, false)
+		res, _, err := t.tryCreate(ctx, u, al, a, false)
 		switch res {
 		case created:
 			st.cursor = a

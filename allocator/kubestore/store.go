@@ -54,8 +54,10 @@ type Options struct {
 
 var nodeNameRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
 
-// Store is the allocator.Store of one node over the Kubernetes API. One Store serves every CNI
-// call of the node; Bind gives each call its view of the pools its config names.
+// Store is the Kubernetes state of one node: its client, cache, index and locks. It is not itself
+// an allocator.Store, because which pools a call may touch (and how their reservations are named)
+// depends on the call's config: one Store serves every CNI call of the node, and Bind returns the
+// allocator.Store of one call.
 type Store struct {
 	node   string
 	opts   Options
@@ -222,8 +224,9 @@ func (s *Store) poolState(pool *ipamv1.IPPool, g geometry) *poolState {
 	return p
 }
 
-// binding is the store as one CNI call sees it: the pools of its config, by allocator pool key.
-type binding struct {
+// callStore is the allocator.Store of one CNI call: the node's Store bound to the pools of one
+// config, by allocator pool key.
+type callStore struct {
 	s     *Store
 	pools map[string]*poolUse
 }
@@ -239,7 +242,7 @@ type poolUse struct {
 	networkName string // the NAD's network_name
 }
 
-var _ allocator.Store = (*binding)(nil)
+var _ allocator.Store = (*callStore)(nil)
 
 // Bind returns the store for one CNI call with config c. It creates c's inline pools on first use,
 // or reads the pool c references, and fills
@@ -252,7 +255,7 @@ func (s *Store) Bind(c *ipam.Config) (allocator.Store, error) {
 			return nil, err
 		}
 	}
-	b := &binding{s: s, pools: map[string]*poolUse{}}
+	b := &callStore{s: s, pools: map[string]*poolUse{}}
 	for i, r := range c.Ranges {
 		var st *poolState
 		if c.Pool != "" {
@@ -272,7 +275,7 @@ func (s *Store) Bind(c *ipam.Config) (allocator.Store, error) {
 	return b, nil
 }
 
-func (b *binding) Close() error { return nil }
+func (b *callStore) Close() error { return nil }
 
 // Update runs fn as one call. When fn fails, the reservations it created are deleted again, so a
 // dual-stack ADD that fails on its second range leaves nothing behind; releases are not undone (DEL
@@ -283,22 +286,25 @@ func (b *binding) Close() error { return nil }
 // held only while a candidate is chosen and the node's view of the pool changes; the Create that
 // claims the candidate runs outside it, so one node's ADDs to one pool choose one after another
 // but claim concurrently.
-func (b *binding) Update(ctx context.Context, fn func(allocator.Txn) error) error {
+func (b *callStore) Update(ctx context.Context, fn func(context.Context, allocator.Txn) error) error {
 	return b.run(ctx, true, fn)
 }
 
-// View runs fn with the same locks; its Txn refuses to claim or release.
-func (b *binding) View(ctx context.Context, fn func(allocator.Txn) error) error {
+// View runs fn with the same locks; its Txn refuses to claim or release. It is not a snapshot:
+// each read sees the index and the API server as they are when it is made.
+func (b *callStore) View(ctx context.Context, fn func(context.Context, allocator.Txn) error) error {
 	return b.run(ctx, false, fn)
 }
 
-func (b *binding) run(ctx context.Context, writable bool, fn func(allocator.Txn) error) error {
+// run bounds the call by the store's APITimeout and hands fn that bound, which every Txn method
+// then receives.
+func (b *callStore) run(ctx context.Context, writable bool, fn func(context.Context, allocator.Txn) error) error {
 	ctx, cancel := context.WithTimeout(ctx, b.s.opts.APITimeout)
 	defer cancel()
-	t := &txn{b: b, ctx: ctx, writable: writable}
+	t := &txn{b: b, writable: writable}
 	defer t.unlockOwner()
-	if err := fn(t); err != nil {
-		return errors.Join(err, t.rollback())
+	if err := fn(ctx, t); err != nil {
+		return errors.Join(err, t.rollback(ctx))
 	}
 	return nil
 }

@@ -25,10 +25,9 @@ const maxProbes = 8
 // errReadOnly is returned when a View tries to change state.
 var errReadOnly = errors.New("kubestore: claim or release in a read-only transaction")
 
-// txn is one Update or View.
+// txn is one Update or View. Its context is the one each method is given, bounded by run.
 type txn struct {
-	b        *binding
-	ctx      context.Context
+	b        *callStore
 	writable bool
 	// owner is the attachment whose lock the txn holds, when locked is set.
 	owner  allocator.Owner
@@ -64,25 +63,66 @@ func (t *txn) use(key string) (*poolUse, error) {
 	return u, nil
 }
 
-// lockOwner makes the txn hold owner's lock, giving up the lock of any other attachment first (GC
-// goes through several), so a txn never waits while holding one.
-// useForClaim is use for the verbs that take an address. Only they answer to the pool's
-// namespaceSelector, so that DEL, CHECK and GC work whatever CNI_ARGS carries: a runtime that sends
-// DEL without K8S_POD_NAMESPACE must not leak the address.
-func (t *txn) useForClaim(key string) (*poolUse, error) {
+// usePool is use for the verbs given a whole allocator.Pool. The store keeps its own scope,
+// derived at Bind from the same config, because reservation names are API; a Pool whose overlap
+// scope says otherwise comes from another config and is refused rather than silently reread.
+func (t *txn) usePool(p allocator.Pool) (*poolUse, error) {
+	u, err := t.use(p.Key)
+	if err != nil {
+		return nil, err
+	}
+	if want := scopeOf(u); p.Scope != want {
+		return nil, fmt.Errorf("%w: pool %s was bound with overlap scope %q, not %q", allocator.ErrStoreUnusable, p.Key, want, p.Scope)
+	}
+	return u, nil
+}
+
+// beginClaim is the start of the verbs that take an address: the txn must be writable, the pool
+// must admit the pod's namespace, and the txn holds the claimer's lock. Only the claiming verbs
+// answer to the pool's namespaceSelector, so that DEL, CHECK and GC work whatever CNI_ARGS
+// carries: a runtime that sends DEL without K8S_POD_NAMESPACE must not leak the address.
+func (t *txn) beginClaim(ctx context.Context, p allocator.Pool, owner allocator.Owner) (*poolUse, error) {
+	if !t.writable {
+		return nil, errReadOnly
+	}
+	u, err := t.usePool(p)
+	if err != nil {
+		return nil, err
+	}
+	if u.admit != nil {
+		return nil, u.admit
+	}
+	if err := t.lockOwner(ctx, owner); err != nil {
+		return nil, err
+	}
+	return u, nil
+}
+
+// settled is the start of the verbs that read or release what owner holds: the txn holds owner's
+// lock, and every claim of owner in the pool whose outcome was unknown is settled, so the index
+// answers for owner truthfully.
+func (t *txn) settled(ctx context.Context, key string, owner allocator.Owner) (*poolUse, error) {
 	u, err := t.use(key)
 	if err != nil {
 		return nil, err
 	}
-	return u, u.admit
+	if err := t.lockOwner(ctx, owner); err != nil {
+		return nil, err
+	}
+	if err := t.b.s.settleOwner(ctx, u.state.name, owner); err != nil {
+		return nil, err
+	}
+	return u, nil
 }
 
-func (t *txn) lockOwner(owner allocator.Owner) error {
+// lockOwner makes the txn hold owner's lock, giving up the lock of any other attachment first (GC
+// goes through several), so a txn never waits while holding one.
+func (t *txn) lockOwner(ctx context.Context, owner allocator.Owner) error {
 	if t.locked && t.owner == owner {
 		return nil
 	}
 	t.unlockOwner()
-	if err := t.b.s.lockOwner(t.ctx, owner); err != nil {
+	if err := t.b.s.lockOwner(ctx, owner); err != nil {
 		return err
 	}
 	t.owner, t.locked = owner, true
@@ -98,48 +138,36 @@ func (t *txn) unlockOwner() {
 
 // Get returns owner's address in the pool from the index, after settling any claim of owner whose
 // outcome is still unknown.
-func (t *txn) Get(key string, owner allocator.Owner) (allocator.Allocation, bool, error) {
-	u, err := t.use(key)
+func (t *txn) Get(ctx context.Context, key string, owner allocator.Owner) (allocator.Allocation, bool, error) {
+	u, err := t.settled(ctx, key, owner)
 	if err != nil {
-		return allocator.Allocation{}, false, err
-	}
-	if err := t.lockOwner(owner); err != nil {
-		return allocator.Allocation{}, false, err
-	}
-	if err := t.b.s.settleOwner(t.ctx, u.state.name, owner); err != nil {
 		return allocator.Allocation{}, false, err
 	}
 	es := t.b.s.index.owned(u.state.name, owner)
 	if len(es) == 0 {
 		return allocator.Allocation{}, false, nil
 	}
-	return allocationOf(key, u.scope, es[0]), true, nil
+	return allocationOf(key, u, es[0]), true, nil
 }
 
 // ClaimNext claims a free address: first from the node's own blocks (round-robin after the last
 // choice), then from a newly claimed block, and when every block is claimed, from any address of
 // the pool still free (borrowing from other nodes' blocks). Choosing happens under the pool's
 // node-local lock; the Create of the choice does not.
-func (t *txn) ClaimNext(p allocator.Pool, al *allocator.Allocation) error {
-	if !t.writable {
-		return errReadOnly
-	}
-	u, err := t.useForClaim(p.Key)
+func (t *txn) ClaimNext(ctx context.Context, p allocator.Pool, al *allocator.Allocation) error {
+	u, err := t.beginClaim(ctx, p, al.Owner)
 	if err != nil {
-		return err
-	}
-	if err := t.lockOwner(al.Owner); err != nil {
 		return err
 	}
 	st := u.state
 	for {
-		if err := lockPool(t.ctx, st); err != nil {
+		if err := lockPool(ctx, st); err != nil {
 			return err
 		}
-		a, ok, err := t.choose(u, p)
+		a, ok, err := t.choose(ctx, u, p)
 		if err != nil || !ok {
 			if err == nil {
-				err = t.borrow(u, p, al) // every block is claimed; still under the lock
+				err = t.borrow(ctx, u, p, al) // every block is claimed; still under the lock
 			}
 			unlockPool(st)
 			return err
@@ -148,7 +176,7 @@ func (t *txn) ClaimNext(p allocator.Pool, al *allocator.Allocation) error {
 		st.inflight[name] = a
 		unlockPool(st)
 
-		res, _, err := t.tryCreate(u, al, a, false)
+		res, _, err := t.tryCreate(ctx, u, al, a, false)
 
 		// The lock is taken without a bound: its holders are bounded by their own calls' bounds,
 		// and the inflight mark must go whatever happens.
@@ -167,9 +195,9 @@ func (t *txn) ClaimNext(p allocator.Pool, al *allocator.Allocation) error {
 
 // choose picks the next candidate of the node's blocks, claiming a new block when those are full.
 // ok is false when no block is left to claim. The pool's lock is held.
-func (t *txn) choose(u *poolUse, p allocator.Pool) (netip.Addr, bool, error) {
+func (t *txn) choose(ctx context.Context, u *poolUse, p allocator.Pool) (netip.Addr, bool, error) {
 	s, st := t.b.s, u.state
-	if err := s.loadSlices(t.ctx, st); err != nil {
+	if err := s.loadSlices(ctx, st); err != nil {
 		return netip.Addr{}, false, err
 	}
 	for a := range st.candidates(p.Range, s.takenFn(u)) {
@@ -177,7 +205,7 @@ func (t *txn) choose(u *poolUse, p allocator.Pool) (netip.Addr, bool, error) {
 		return a, true, nil
 	}
 	for {
-		sl, ok, err := t.claimSlice(u, p.Range)
+		sl, ok, err := t.claimSlice(ctx, u, p.Range)
 		if err != nil || !ok {
 			return netip.Addr{}, false, err
 		}
@@ -189,15 +217,9 @@ func (t *txn) choose(u *poolUse, p allocator.Pool) (netip.Addr, bool, error) {
 }
 
 // Claim claims the requested al.Addr, or returns ErrAddressInUse naming the holder.
-func (t *txn) Claim(p allocator.Pool, al *allocator.Allocation) error {
-	if !t.writable {
-		return errReadOnly
-	}
-	u, err := t.useForClaim(p.Key)
+func (t *txn) Claim(ctx context.Context, p allocator.Pool, al *allocator.Allocation) error {
+	u, err := t.beginClaim(ctx, p, al.Owner)
 	if err != nil {
-		return err
-	}
-	if err := t.lockOwner(al.Owner); err != nil {
 		return err
 	}
 	name := ipamv1.ReservationName(u.scope, al.Addr)
@@ -205,7 +227,7 @@ func (t *txn) Claim(p allocator.Pool, al *allocator.Allocation) error {
 		return fmt.Errorf("%w: %s in pool %s is held by %s/%s on node %s", allocator.ErrAddressInUse, al.Addr,
 			u.state.name, e.owner.ContainerID, e.owner.IfName, t.b.s.node)
 	}
-	res, holder, err := t.tryCreate(u, al, al.Addr, true)
+	res, holder, err := t.tryCreate(ctx, u, al, al.Addr, true)
 	if res == taken {
 		return fmt.Errorf("%w: %s in pool %s is held by %s", allocator.ErrAddressInUse, al.Addr, u.state.name, holder)
 	}
@@ -217,13 +239,13 @@ func (t *txn) Claim(p allocator.Pool, al *allocator.Allocation) error {
 // earlier attempt of this call whose answer was lost is adopted. Without such an attempt, an
 // existing reservation cannot be al's (the index, settled first, says al holds nothing), so it is
 // not read. tryCreate touches no pool state: the caller may not hold the pool's lock.
-func (t *txn) tryCreate(u *poolUse, al *allocator.Allocation, a netip.Addr, wantHolder bool) (outcome, string, error) {
+func (t *txn) tryCreate(ctx context.Context, u *poolUse, al *allocator.Allocation, a netip.Addr, wantHolder bool) (outcome, string, error) {
 	s := t.b.s
 	al.Addr = a
 	want := s.newReservation(u, al)
 	got := want.DeepCopy()
 	uncertain := false
-	err := s.retry(t.ctx, "create reservation "+want.Name, func(ctx context.Context) error {
+	err := s.retry(ctx, "create reservation "+want.Name, func(ctx context.Context) error {
 		obj := want.DeepCopy()
 		err := s.client.Create(ctx, obj)
 		switch {
@@ -243,7 +265,7 @@ func (t *txn) tryCreate(u *poolUse, al *allocator.Allocation, a netip.Addr, want
 		return taken, "", nil
 	case apierrors.IsAlreadyExists(err):
 		existing := &ipamv1.OverlappingRangeIPReservation{}
-		gerr := s.retry(t.ctx, "read reservation "+want.Name, func(ctx context.Context) error {
+		gerr := s.retry(ctx, "read reservation "+want.Name, func(ctx context.Context) error {
 			return s.live.Get(ctx, client.ObjectKey{Name: want.Name}, existing)
 		})
 		switch {
@@ -276,36 +298,30 @@ func (t *txn) adopt(u *poolUse, r *ipamv1.OverlappingRangeIPReservation) {
 }
 
 // Release deletes owner's reservations in the pool. A reservation already gone is not an error.
-func (t *txn) Release(key string, owner allocator.Owner) (allocator.Allocation, bool, error) {
+func (t *txn) Release(ctx context.Context, key string, owner allocator.Owner) (allocator.Allocation, bool, error) {
 	if !t.writable {
 		return allocator.Allocation{}, false, errReadOnly
 	}
-	u, err := t.use(key)
+	u, err := t.settled(ctx, key, owner)
 	if err != nil {
 		return allocator.Allocation{}, false, err
 	}
-	if err := t.lockOwner(owner); err != nil {
-		return allocator.Allocation{}, false, err
-	}
 	s := t.b.s
-	if err := s.settleOwner(t.ctx, u.state.name, owner); err != nil {
-		return allocator.Allocation{}, false, err
-	}
 	es := s.index.owned(u.state.name, owner)
 	if len(es) == 0 {
 		return allocator.Allocation{}, false, nil
 	}
 	for _, e := range es {
-		if err := s.deleteReservation(t.ctx, e.name, e.uid); err != nil {
+		if err := s.deleteReservation(ctx, e.name, e.uid); err != nil {
 			return allocator.Allocation{}, false, err
 		}
-		if err := lockPool(t.ctx, u.state); err != nil {
+		if err := lockPool(ctx, u.state); err != nil {
 			return allocator.Allocation{}, false, err
 		}
-		s.released(t.ctx, u.state, e.addr)
+		s.released(ctx, u.state, e.addr)
 		unlockPool(u.state)
 	}
-	return allocationOf(key, u.scope, es[0]), true, nil
+	return allocationOf(key, u, es[0]), true, nil
 }
 
 // deleteReservation deletes reservation name if it is still the object uid, retrying while the API
@@ -331,13 +347,13 @@ func (s *Store) deleteReservation(ctx context.Context, name string, uid types.UI
 
 // ForEach visits this node's reservations of the pool, in address order. Reservations of other
 // nodes are never visited: GC on a node releases only that node's attachments.
-func (t *txn) ForEach(key string, fn func(allocator.Allocation) error) error {
+func (t *txn) ForEach(_ context.Context, key string, fn func(allocator.Allocation) error) error {
 	u, err := t.use(key)
 	if err != nil {
 		return err
 	}
 	for _, e := range t.b.s.index.inPool(u.state.name) {
-		if err := fn(allocationOf(key, u.scope, e)); err != nil {
+		if err := fn(allocationOf(key, u, e)); err != nil {
 			return err
 		}
 	}
@@ -347,23 +363,27 @@ func (t *txn) ForEach(key string, fn func(allocator.Allocation) error) error {
 // HasFree reports whether ClaimNext would find an address. An unclaimed block answers at once;
 // otherwise a candidate of the node's blocks counts only once the API server confirms nobody holds
 // it (the node's hints may lag other nodes' borrowing), and failing that the pool is listed.
-func (t *txn) HasFree(p allocator.Pool) (bool, error) {
-	u, err := t.use(p.Key)
+//
+// So HasFree costs at most maxProbes reads while the pool has room, but on a pool that is full
+// (or nearly, or spread thin over nodes) it lists every reservation of the pool's scope: its cost
+// then grows with the allocations of the scope, never with the size of the range.
+func (t *txn) HasFree(ctx context.Context, p allocator.Pool) (bool, error) {
+	u, err := t.usePool(p)
 	if err != nil {
 		return false, err
 	}
 	s, st := t.b.s, u.state
-	if err := lockPool(t.ctx, st); err != nil {
+	if err := lockPool(ctx, st); err != nil {
 		return false, err
 	}
 	defer unlockPool(st)
-	if err := s.loadSlices(t.ctx, st); err != nil {
+	if err := s.loadSlices(ctx, st); err != nil {
 		return false, err
 	}
 	// The cache may not show a block another node claimed a moment ago: read it back.
 	claimed := map[uint64]bool{}
 	for range maxProbes {
-		i, ok, err := s.freeSliceIndex(t.ctx, st, p.Range, claimed)
+		i, ok, err := s.freeSliceIndex(ctx, st, p.Range, claimed)
 		if err != nil {
 			return false, err
 		}
@@ -371,7 +391,7 @@ func (t *txn) HasFree(p allocator.Pool) (bool, error) {
 			break
 		}
 		name := ipamv1.SliceName(st.name, i)
-		err = s.retry(t.ctx, "read slice "+name, func(ctx context.Context) error {
+		err = s.retry(ctx, "read slice "+name, func(ctx context.Context) error {
 			return s.live.Get(ctx, client.ObjectKey{Name: name}, &ipamv1.IPPoolSlice{})
 		})
 		if apierrors.IsNotFound(err) {
@@ -388,7 +408,7 @@ func (t *txn) HasFree(p allocator.Pool) (bool, error) {
 			break
 		}
 		name := ipamv1.ReservationName(u.scope, a)
-		err := s.retry(t.ctx, "read reservation "+name, func(ctx context.Context) error {
+		err := s.retry(ctx, "read reservation "+name, func(ctx context.Context) error {
 			return s.live.Get(ctx, client.ObjectKey{Name: name}, &ipamv1.OverlappingRangeIPReservation{})
 		})
 		if apierrors.IsNotFound(err) {
@@ -399,7 +419,7 @@ func (t *txn) HasFree(p allocator.Pool) (bool, error) {
 		}
 		st.foreign[name] = true
 	}
-	taken, err := s.scopeAddrs(t.ctx, u)
+	taken, err := s.scopeAddrs(ctx, u)
 	if err != nil {
 		return false, err
 	}
@@ -410,13 +430,13 @@ func (t *txn) HasFree(p allocator.Pool) (bool, error) {
 }
 
 // rollback deletes what a failed Update created, newest first. What cannot be deleted in time is
-// left pending, for the background loop.
-func (t *txn) rollback() error {
+// left pending, for the background loop. ctx is the call's; the deletes outlive its cancellation.
+func (t *txn) rollback(ctx context.Context) error {
 	if len(t.created) == 0 {
 		return nil
 	}
 	s := t.b.s
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(t.ctx), min(rollbackTimeout, s.opts.APITimeout))
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(rollbackTimeout, s.opts.APITimeout))
 	defer cancel()
 	var errs []error
 	for i := len(t.created) - 1; i >= 0; i-- {

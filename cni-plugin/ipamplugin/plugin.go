@@ -71,23 +71,24 @@ type session struct {
 	cfg   *ipam.Config
 	log   *slog.Logger
 	alloc *allocator.Allocator
-	ctx   context.Context
 	close func()
 }
 
-func (p *Plugin) open(cfg *ipam.Config) (*session, error) {
+// open opens the store of cfg. The context it returns bounds the invocation's work and ends with
+// close.
+func (p *Plugin) open(cfg *ipam.Config) (context.Context, *session, error) {
 	log, closeLog := p.logger(cfg)
 	store, err := p.OpenStore(cfg)
 	if err != nil {
 		log.Error("Opening store failed", "datastore", cfg.Datastore, "path", cfg.BboltPath, "err", err)
 		closeLog()
-		return nil, err
+		return nil, nil, err
 	}
 	// The lock wait is bounded by Open; the context bounds the work after it, so the runtime never
 	// waits on netpool for longer than the lock timeout twice over.
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.LockTimeout)
-	return &session{
-		cfg: cfg, log: log, alloc: allocator.New(store), ctx: ctx,
+	return ctx, &session{
+		cfg: cfg, log: log, alloc: allocator.New(store),
 		close: func() {
 			cancel()
 			if err := store.Close(); err != nil {
@@ -103,13 +104,13 @@ func owner(args *skel.CmdArgs) allocator.Owner {
 }
 
 func (p *Plugin) add(args *skel.CmdArgs, cfg *ipam.Config) error {
-	s, err := p.open(cfg)
+	ctx, s, err := p.open(cfg)
 	if err != nil {
 		return err
 	}
 	defer s.close()
 	start := time.Now()
-	allocs, err := s.alloc.Add(s.ctx, s.cfg, owner(args))
+	allocs, err := s.alloc.Add(ctx, s.cfg, owner(args))
 	if err != nil {
 		s.log.Error("ADD failed", "containerID", args.ContainerID, "ifName", args.IfName, "err", err)
 		return err
@@ -136,12 +137,12 @@ func (p *Plugin) add(args *skel.CmdArgs, cfg *ipam.Config) error {
 }
 
 func (p *Plugin) del(args *skel.CmdArgs, cfg *ipam.Config) error {
-	s, err := p.open(cfg)
+	ctx, s, err := p.open(cfg)
 	if err != nil {
 		return err
 	}
 	defer s.close()
-	released, err := s.alloc.Del(s.ctx, s.cfg, owner(args))
+	released, err := s.alloc.Del(ctx, s.cfg, owner(args))
 	for _, al := range released {
 		s.log.Debug("Released", "containerID", args.ContainerID, "ifName", args.IfName, "pool", al.Pool, "address", al.Addr)
 	}
@@ -149,7 +150,7 @@ func (p *Plugin) del(args *skel.CmdArgs, cfg *ipam.Config) error {
 }
 
 func (p *Plugin) check(args *skel.CmdArgs, cfg *ipam.Config) error {
-	s, err := p.open(cfg)
+	ctx, s, err := p.open(cfg)
 	if err != nil {
 		return err
 	}
@@ -158,7 +159,7 @@ func (p *Plugin) check(args *skel.CmdArgs, cfg *ipam.Config) error {
 	if err != nil {
 		return err
 	}
-	return s.alloc.Check(s.ctx, s.cfg, owner(args), have)
+	return s.alloc.Check(ctx, s.cfg, owner(args), have)
 }
 
 // prevResultAddrs returns the addresses of the prevResult CHECK receives.
@@ -197,7 +198,7 @@ func (p *Plugin) gc(args *skel.CmdArgs, cfg *ipam.Config) error {
 	if err := json.Unmarshal(args.StdinData, &g); err != nil {
 		return fmt.Errorf("%w: failed to parse GC arguments: %w", ipam.ErrInvalidConfig, err)
 	}
-	s, err := p.open(cfg)
+	ctx, s, err := p.open(cfg)
 	if err != nil {
 		return err
 	}
@@ -206,7 +207,7 @@ func (p *Plugin) gc(args *skel.CmdArgs, cfg *ipam.Config) error {
 	for _, a := range append(g.ValidAttachments, g.LegacyAttachments...) {
 		valid = append(valid, allocator.Owner{ContainerID: a.ContainerID, IfName: a.IfName})
 	}
-	released, err := s.alloc.GC(s.ctx, s.cfg, valid)
+	released, err := s.alloc.GC(ctx, s.cfg, valid)
 	for _, al := range released {
 		s.log.Info("Garbage-collected", "containerID", al.Owner.ContainerID, "ifName", al.Owner.IfName, "pool", al.Pool, "address", al.Addr)
 	}
@@ -214,10 +215,10 @@ func (p *Plugin) gc(args *skel.CmdArgs, cfg *ipam.Config) error {
 }
 
 func (p *Plugin) status(args *skel.CmdArgs, cfg *ipam.Config) error {
-	s, err := p.open(cfg)
+	ctx, s, err := p.open(cfg)
 	if err != nil {
 		return err
 	}
 	defer s.close()
-	return s.alloc.Status(s.ctx, s.cfg)
+	return s.alloc.Status(ctx, s.cfg)
 }

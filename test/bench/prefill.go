@@ -65,14 +65,14 @@ func prefillStore(ctx context.Context, conf []byte, hold func(k int) bool) (int,
 	held, k := 0, 0
 	a, more := pool.Range.NextAllowed(pool.Range.Start)
 	for more {
-		err = store.Update(ctx, func(tx allocator.Txn) error {
+		err = store.Update(ctx, func(ctx context.Context, tx allocator.Txn) error {
 			for n := 0; more && n < prefillBatch; n++ {
 				if hold(k) {
 					al := allocator.Allocation{
 						Pool: pool.Key, Addr: a, Network: cfg.Name, Scope: pool.Scope, Created: created,
 						Owner: allocator.Owner{ContainerID: fmt.Sprintf("prefill-%08d", k), IfName: "eth0"},
 					}
-					if err := tx.Claim(pool, &al); err != nil {
+					if err := tx.Claim(ctx, pool, &al); err != nil {
 						return err
 					}
 					held++

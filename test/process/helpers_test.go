@@ -129,8 +129,8 @@ func (f *fixture) held(ctx context.Context) []allocator.Allocation {
 	}
 	var out []allocator.Allocation
 	pool := allocator.Pools(f.config())[0].Key
-	err := s.View(ctx, func(tx allocator.Txn) error {
-		return tx.ForEach(pool, func(al allocator.Allocation) error {
+	err := s.View(ctx, func(ctx context.Context, tx allocator.Txn) error {
+		return tx.ForEach(ctx, pool, func(al allocator.Allocation) error {
 			out = append(out, al)
 			return nil
 		})
