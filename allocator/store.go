@@ -65,9 +65,12 @@ type Store interface {
 type Txn interface {
 	// Get returns the allocation of owner in pool.
 	Get(ctx context.Context, pool string, owner Owner) (Allocation, bool, error)
-	// ClaimNext claims the next free allowed address after the pool's last claim (round-robin,
-	// so a crash-looping container does not get its old address straight back), wrapping once.
-	// It sets a.Addr and returns ErrPoolExhausted when nothing is free.
+	// ClaimNext claims a free allowed address, or returns ErrPoolExhausted when nothing in the
+	// range is free: exhaustion comes exactly at capacity. It prefers the next free address after
+	// the pool's last claim, wrapping once (round-robin, so a crash-looping container does not get
+	// its old address straight back) among the addresses the store draws from: the whole range in
+	// the embedded store, the node's blocks in the Kubernetes store, where a node holding a single
+	// one-address block gets a released address straight back. It sets a.Addr.
 	ClaimNext(ctx context.Context, p Pool, a *Allocation) error
 	// Claim claims a.Addr, or returns ErrAddressInUse naming the holder.
 	Claim(ctx context.Context, p Pool, a *Allocation) error
