@@ -42,7 +42,7 @@ type gcReconciler struct {
 	// Workers is how many reservations are judged at once.
 	Workers int
 	// Now is the clock; time.Now when nil.
-	Now func() time.Time
+	Now nowFunc
 	// Release releases (or, in a dry run, reports) what the GC found leaked.
 	Release *releaser
 }
@@ -87,14 +87,14 @@ func (r *gcReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	v := judgeReservation(res, pod, r.now(), r.Grace)
+	v := judgeReservation(res, pod, r.Now.now(), r.Grace)
 	if v.reason == "" {
 		return r.keep(ctx, res, v), nil
 	}
 	if pod, err = getPod(ctx, r.Live, key); err != nil {
 		return ctrl.Result{}, err
 	}
-	if v = judgeReservation(res, pod, r.now(), r.Grace); v.reason == "" {
+	if v = judgeReservation(res, pod, r.Now.now(), r.Grace); v.reason == "" {
 		return r.keep(ctx, res, v), nil
 	}
 	return ctrl.Result{}, r.Release.release(ctx, res, v.reason, v.detail, pod)
@@ -123,13 +123,6 @@ func (r *gcReconciler) reservationsOfPod(ctx context.Context, obj client.Object)
 		reqs[i] = reconcile.Request{NamespacedName: types.NamespacedName{Name: list.Items[i].Name}}
 	}
 	return reqs
-}
-
-func (r *gcReconciler) now() time.Time {
-	if r.Now != nil {
-		return r.Now()
-	}
-	return time.Now()
 }
 
 // splitPodRef splits a reservation's podRef, "namespace/name"; ok is false when it has no pod.

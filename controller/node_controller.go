@@ -40,7 +40,7 @@ type nodeReconciler struct {
 	// Grace is how long a node must be gone before its holdings are reclaimed.
 	Grace time.Duration
 	// Now is the clock; time.Now when nil.
-	Now func() time.Time
+	Now nowFunc
 
 	mu sync.Mutex
 	// goneSince is when each missing node was first found missing.
@@ -78,7 +78,7 @@ func (r *nodeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		r.forget(req.Name)
 		return ctrl.Result{}, err
 	}
-	if wait := r.Grace - r.now().Sub(r.markGone(req.Name)); wait > 0 {
+	if wait := r.Grace - r.Now.now().Sub(r.markGone(req.Name)); wait > 0 {
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
 	var errs []error
@@ -151,7 +151,7 @@ func (r *nodeReconciler) markGone(name string) time.Time {
 	}
 	since, ok := r.goneSince[name]
 	if !ok {
-		since = r.now()
+		since = r.Now.now()
 		r.goneSince[name] = since
 	}
 	return since
@@ -161,13 +161,6 @@ func (r *nodeReconciler) forget(name string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.goneSince, name)
-}
-
-func (r *nodeReconciler) now() time.Time {
-	if r.Now != nil {
-		return r.Now()
-	}
-	return time.Now()
 }
 
 // nodeOfObject maps a reservation or a slice to its node.

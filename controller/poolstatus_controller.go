@@ -33,7 +33,7 @@ type poolStatusReconciler struct {
 	// Interval is the shortest time between two status writes of one pool.
 	Interval time.Duration
 	// Now is the clock; time.Now when nil.
-	Now func() time.Time
+	Now nowFunc
 
 	// tally counts reservations per pool; SetupWithManager creates it.
 	tally *poolTally
@@ -122,13 +122,6 @@ func (r *poolStatusReconciler) poolsOfNetwork(ctx context.Context, obj client.Ob
 	return reqs
 }
 
-func (r *poolStatusReconciler) now() time.Time {
-	if r.Now != nil {
-		return r.Now()
-	}
-	return time.Now()
-}
-
 // untilNextWrite is how long the pool's status must wait before it may be written again.
 func (r *poolStatusReconciler) untilNextWrite(pool string) time.Duration {
 	r.mu.Lock()
@@ -137,7 +130,7 @@ func (r *poolStatusReconciler) untilNextWrite(pool string) time.Duration {
 	if !ok {
 		return 0
 	}
-	return r.Interval - r.now().Sub(last)
+	return r.Interval - r.Now.now().Sub(last)
 }
 
 func (r *poolStatusReconciler) wrote(pool string) {
@@ -146,7 +139,7 @@ func (r *poolStatusReconciler) wrote(pool string) {
 	if r.lastWrite == nil {
 		r.lastWrite = map[string]time.Time{}
 	}
-	r.lastWrite[pool] = r.now()
+	r.lastWrite[pool] = r.Now.now()
 }
 
 func (r *poolStatusReconciler) forget(pool string) {

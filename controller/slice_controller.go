@@ -40,7 +40,7 @@ type sliceReconciler struct {
 	// Grace is how long a slice must stay empty.
 	Grace time.Duration
 	// Now is the clock; time.Now when nil.
-	Now func() time.Time
+	Now nowFunc
 
 	mu sync.Mutex
 	// emptySince is when each slice (by name) was first found empty, with its UID.
@@ -101,7 +101,7 @@ func (r *sliceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 			return ctrl.Result{}, nil
 		}
 	}
-	empty := r.now().Sub(r.markEmpty(s))
+	empty := r.Now.now().Sub(r.markEmpty(s))
 	if wait := r.Grace - empty; wait > 0 {
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
@@ -141,7 +141,7 @@ func (r *sliceReconciler) markEmpty(s *ipamv1.IPPoolSlice) time.Time {
 	}
 	m, ok := r.emptySince[s.Name]
 	if !ok || m.uid != s.UID {
-		m = emptyMark{uid: s.UID, since: r.now()}
+		m = emptyMark{uid: s.UID, since: r.Now.now()}
 		r.emptySince[s.Name] = m
 	}
 	return m.since
@@ -151,11 +151,4 @@ func (r *sliceReconciler) forget(name string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.emptySince, name)
-}
-
-func (r *sliceReconciler) now() time.Time {
-	if r.Now != nil {
-		return r.Now()
-	}
-	return time.Now()
 }
