@@ -8,6 +8,8 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/netpool/netpool/internal/kubeclient"
 )
 
 // Defaults of Options, which are also the flags' defaults.
@@ -19,13 +21,6 @@ const (
 	DefaultLeaseDuration          = 15 * time.Second
 	DefaultRenewDeadline          = 10 * time.Second
 	DefaultRetryPeriod            = 2 * time.Second
-
-	// DefaultQPS and DefaultBurst raise client-go's client-side rate limit (5/10), to the node
-	// agent's: a sweep after an outage may release thousands of reservations, each a read and a
-	// delete, and the delete client's limit is what bounds it. The API server's own priority and
-	// fairness still applies.
-	DefaultQPS   = 500
-	DefaultBurst = 1000
 
 	// DefaultGCGrace is how old a reservation must be before GC may release it. The plugin creates
 	// the reservation before Multus writes the pod's network-status, so a younger reservation
@@ -100,8 +95,8 @@ func DefaultOptions() Options {
 		RenewDeadline:           DefaultRenewDeadline,
 		RetryPeriod:             DefaultRetryPeriod,
 		ReleaseLeaseOnStop:      true,
-		QPS:                     DefaultQPS,
-		Burst:                   DefaultBurst,
+		QPS:                     kubeclient.DefaultQPS,
+		Burst:                   kubeclient.DefaultBurst,
 		GCGrace:                 DefaultGCGrace,
 		SweepInterval:           DefaultSweepInterval,
 		GCWorkers:               DefaultGCWorkers,

@@ -14,6 +14,7 @@ import (
 
 	"github.com/netpool/netpool/allocator/kubestore"
 	"github.com/netpool/netpool/cni-plugin/agent"
+	"github.com/netpool/netpool/internal/kubeclient"
 	"github.com/netpool/netpool/ipam"
 )
 
@@ -23,8 +24,8 @@ func main() {
 	flag.StringVar(&f.NodeName, "node-name", "", "this node's name, as the installer knows it; the "+agent.NodeNameEnv+" environment variable overrides it")
 	flag.StringVar(&f.Socket, "socket", ipam.DefaultAgentSocket, "unix socket the netpool plugin forwards to (the NAD's kubernetes.agent_socket)")
 	flag.StringVar(&f.MetricsBindAddress, "metrics-bind-address", "", "address serving /metrics, /healthz and /readyz, such as :9402; empty: off")
-	flag.Float64Var(&f.QPS, "qps", agent.DefaultQPS, "API client queries per second")
-	flag.IntVar(&f.Burst, "burst", agent.DefaultBurst, "API client burst")
+	flag.Float64Var(&f.QPS, "qps", kubeclient.DefaultQPS, "API client queries per second")
+	flag.IntVar(&f.Burst, "burst", kubeclient.DefaultBurst, "API client burst")
 	flag.DurationVar(&f.APITimeout, "api-timeout", kubestore.DefaultAPITimeout, "how long one CNI call retries while the API server does not answer, before failing with CNI error 11")
 	flag.Parse()
 

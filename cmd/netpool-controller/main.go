@@ -18,6 +18,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/netpool/netpool/controller"
+	"github.com/netpool/netpool/internal/kubeclient"
 )
 
 func main() {
@@ -65,7 +66,7 @@ func run(args []string) error {
 	ctrl.SetLogger(log)
 	klog.SetLogger(log)
 	c.opts.Logger = log
-	cfg, err := controller.RESTConfig(c.kubeconfig)
+	cfg, err := kubeclient.Config(c.kubeconfig)
 	if err != nil {
 		return err
 	}

@@ -20,7 +20,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -28,15 +27,12 @@ import (
 	"github.com/netpool/netpool/allocator/kubestore"
 	"github.com/netpool/netpool/cni-plugin/agentproto"
 	"github.com/netpool/netpool/cni-plugin/ipamplugin"
+	"github.com/netpool/netpool/internal/kubeclient"
 	"github.com/netpool/netpool/ipam"
 )
 
 // Defaults of Options, which are also the flags' defaults.
 const (
-	// DefaultQPS and DefaultBurst raise client-go's client-side rate limit (5/10) to what one node's
-	// attachments can need at once; the API server's own priority and fairness still applies.
-	DefaultQPS   = 500
-	DefaultBurst = 1000
 	// shutdownTimeout bounds the metrics server's graceful stop.
 	shutdownTimeout = 5 * time.Second
 )
@@ -72,21 +68,18 @@ func NodeName(configured string, getenv func(string) string) (string, error) {
 	return name, nil
 }
 
-// RESTConfig loads the API client config from kubeconfig, or the in-cluster config (the
-// DaemonSet's ServiceAccount) when kubeconfig is empty, and raises its rate limits.
-func RESTConfig(kubeconfig string, qps float32, burst int) (*rest.Config, error) {
-	var cfg *rest.Config
-	var err error
-	if kubeconfig != "" {
-		cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
-	} else {
-		cfg, err = rest.InClusterConfig()
-	}
+// UserAgent names the agent's requests in the API server's audit log.
+const UserAgent = "netpool-agent"
+
+// clientConfig loads the API client config of f.Kubeconfig, or the in-cluster config (the
+// DaemonSet's ServiceAccount) when it is empty, with f's rate limits.
+func clientConfig(f Flags) (*rest.Config, error) {
+	cfg, err := kubeclient.Config(f.Kubeconfig)
 	if err != nil {
-		return nil, fmt.Errorf("failed to load the API client config: %w", err)
+		return nil, err
 	}
-	cfg.QPS, cfg.Burst = qps, burst
-	cfg.UserAgent = "netpool-agent"
+	cfg.QPS, cfg.Burst = float32(f.QPS), f.Burst
+	cfg.UserAgent = UserAgent
 	return cfg, nil
 }
 
@@ -110,7 +103,7 @@ func Main(ctx context.Context, f Flags, getenv func(string) string, log *slog.Lo
 	if err != nil {
 		return err
 	}
-	cfg, err := RESTConfig(f.Kubeconfig, float32(f.QPS), f.Burst)
+	cfg, err := clientConfig(f)
 	if err != nil {
 		return err
 	}

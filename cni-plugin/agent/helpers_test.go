@@ -21,6 +21,7 @@ import (
 	"github.com/netpool/netpool/cni-plugin/agentproto"
 	"github.com/netpool/netpool/cni-plugin/ipamplugin"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
+	"github.com/netpool/netpool/internal/kubeclient"
 	"github.com/netpool/netpool/test/envtest"
 )
 
@@ -48,7 +49,7 @@ type running struct {
 func MustRun(t *testing.T, env *envtest.Env, node, socket string, opts Options) *running {
 	t.Helper()
 	cfg := rest.CopyConfig(env.Config)
-	cfg.QPS, cfg.Burst = DefaultQPS, DefaultBurst
+	cfg.QPS, cfg.Burst = kubeclient.DefaultQPS, kubeclient.DefaultBurst
 	opts.NodeName, opts.Socket = node, socket
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
+	"github.com/netpool/netpool/internal/kubeclient"
 	"github.com/netpool/netpool/test/envtest"
 )
 
@@ -50,8 +51,8 @@ func TestMainErrors(t *testing.T) {
 		want string
 	}{
 		{"no node name", Flags{}, "no node name"},
-		{"missing kubeconfig", Flags{NodeName: "n", Kubeconfig: "/nonexistent/kubeconfig"}, "failed to load the API client config"},
-		{"not in a cluster", Flags{NodeName: "n"}, "failed to load the API client config"},
+		{"missing kubeconfig", Flags{NodeName: "n", Kubeconfig: "/nonexistent/kubeconfig"}, "failed to load kubeconfig /nonexistent/kubeconfig"},
+		{"not in a cluster", Flags{NodeName: "n"}, "set --kubeconfig outside a cluster"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Setenv("KUBERNETES_SERVICE_HOST", "")
@@ -74,11 +75,11 @@ current-context: c
 		t.Errorf("Main() with an invalid node name = %v", err)
 	}
 	// An API server that never answers: Run gives up when its context ends, before serving.
-	cfg, err := RESTConfig(kubeconfig, DefaultQPS, DefaultBurst)
+	cfg, err := clientConfig(Flags{Kubeconfig: kubeconfig, QPS: kubeclient.DefaultQPS, Burst: kubeclient.DefaultBurst})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.QPS != DefaultQPS || cfg.Burst != DefaultBurst || cfg.UserAgent != "netpool-agent" {
+	if cfg.QPS != kubeclient.DefaultQPS || cfg.Burst != kubeclient.DefaultBurst || cfg.UserAgent != "netpool-agent" {
 		t.Errorf("config = qps %v burst %d agent %q", cfg.QPS, cfg.Burst, cfg.UserAgent)
 	}
 	a, err := New(cfg, Options{NodeName: "n", Socket: filepath.Join(socketDir(t), "a.sock"), Log: log})
@@ -117,7 +118,7 @@ func TestMainLifecycle(t *testing.T) {
 	}
 	log := slog.New(slog.DiscardHandler)
 	go func() {
-		done <- Main(ctx, Flags{Kubeconfig: env.Kubeconfig, NodeName: "flag-node", Socket: socket, QPS: DefaultQPS, Burst: DefaultBurst}, getenv, log)
+		done <- Main(ctx, Flags{Kubeconfig: env.Kubeconfig, NodeName: "flag-node", Socket: socket, QPS: kubeclient.DefaultQPS, Burst: kubeclient.DefaultBurst}, getenv, log)
 	}()
 	deadline := time.Now().Add(30 * time.Second)
 	for {

@@ -28,6 +28,7 @@ import (
 
 	"github.com/netpool/netpool/cni-plugin/ipamplugin"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
+	"github.com/netpool/netpool/internal/kubeclient"
 	"github.com/netpool/netpool/ipam"
 	"github.com/netpool/netpool/test/envtest"
 )
@@ -386,7 +387,7 @@ func readManifest(t *testing.T, path string) []*unstructured.Unstructured {
 // loads its identity, and waits until it serves; the test's end stops it.
 func mustRunAs(t *testing.T, kubeconfig, node, socket string) *running {
 	t.Helper()
-	cfg, err := RESTConfig(kubeconfig, DefaultQPS, DefaultBurst)
+	cfg, err := clientConfig(Flags{Kubeconfig: kubeconfig, QPS: kubeclient.DefaultQPS, Burst: kubeclient.DefaultBurst})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/netpool/netpool/cni-plugin/agent"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
+	"github.com/netpool/netpool/internal/kubeclient"
 	"github.com/netpool/netpool/test/envtest"
 	"github.com/netpool/netpool/test/harness"
 )
@@ -34,7 +35,7 @@ func mustAgent(t *testing.T, env *envtest.Env, node string) string {
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	socket := filepath.Join(dir, "agent.sock")
 	cfg := rest.CopyConfig(env.Config)
-	cfg.QPS, cfg.Burst = agent.DefaultQPS, agent.DefaultBurst
+	cfg.QPS, cfg.Burst = kubeclient.DefaultQPS, kubeclient.DefaultBurst
 	a, err := agent.New(cfg, agent.Options{NodeName: node, Socket: socket,
 		Log: slog.New(slog.DiscardHandler), Stderr: &bytes.Buffer{}})
 	if err != nil {
