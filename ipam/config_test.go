@@ -1,6 +1,7 @@
 package ipam
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -116,8 +117,34 @@ func TestFlatFile(t *testing.T) {
 		t.Errorf("configuration_path not used: %s", c.BboltPath)
 	}
 	_, err = Load(netConf(`{"type":"netpool","range":"10.1.0.0/24","configuration_path":"/missing.conf"}`), "", read)
-	if err == nil || !strings.Contains(err.Error(), `configuration_path "/missing.conf": cannot be read`) {
-		t.Errorf("missing configuration_path: %v", err)
+	if err == nil || !strings.Contains(err.Error(), `configuration_path "/missing.conf": cannot be read`) ||
+		!errors.Is(err, ErrInvalidConfig) || !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("missing configuration_path: %v, want an invalid config caused by fs.ErrNotExist", err)
+	}
+}
+
+// TestConfigErrorCause: a config error made from another error keeps it as its cause, so callers
+// can tell a syntax error or a failed read apart without matching text.
+func TestConfigErrorCause(t *testing.T) {
+	_, err := Load([]byte(`{"name":`), "", nil)
+	var syntax *json.SyntaxError
+	var cfgErr *ConfigError
+	if !errors.Is(err, ErrInvalidConfig) || !errors.As(err, &syntax) || !errors.As(err, &cfgErr) ||
+		cfgErr.Field != "network config" || cfgErr.Cause == nil || !strings.Contains(err.Error(), "not valid JSON: "+syntax.Error()) {
+		t.Errorf("Load of broken JSON = %v, want a ConfigError of the network config caused by a *json.SyntaxError", err)
+	}
+	_, err = Load(netConf(`{"type":"netpool","range":7}`), "", nil)
+	var typeErr *json.UnmarshalTypeError
+	if !errors.Is(err, ErrInvalidConfig) || !errors.As(err, &typeErr) {
+		t.Errorf("Load of a range that is a number = %v, want a ConfigError caused by a *json.UnmarshalTypeError", err)
+	}
+	_, err = Load(netConf(`{"type":"netpool"}`), "", nil)
+	if !errors.As(err, &cfgErr) || cfgErr.Cause != nil || len(cfgErr.Unwrap()) != 1 {
+		t.Errorf("Load without a range = %v (cause %v), want a ConfigError with no cause", err, cfgErr.Cause)
+	}
+	_, err = FromNetworkConfig([]byte(`[`))
+	if !errors.Is(err, ErrInvalidConfig) || !errors.As(err, &syntax) {
+		t.Errorf("FromNetworkConfig of broken JSON = %v, want a cause of *json.SyntaxError", err)
 	}
 }
 

@@ -15,6 +15,8 @@ type ConfigError struct {
 	Field  string
 	Value  string
 	Reason string
+	// Cause is the error the reason was made from (a JSON syntax error, a failed read), or nil.
+	Cause error
 }
 
 func (e *ConfigError) Error() string {
@@ -24,9 +26,24 @@ func (e *ConfigError) Error() string {
 	return fmt.Sprintf("invalid IPAM config: %s %q: %s", e.Field, e.Value, e.Reason)
 }
 
-// Unwrap lets errors.Is(err, ErrInvalidConfig) hold for every ConfigError.
-func (e *ConfigError) Unwrap() error { return ErrInvalidConfig }
+// Unwrap lets errors.Is(err, ErrInvalidConfig) hold for every ConfigError, and errors.Is and
+// errors.As reach its cause.
+func (e *ConfigError) Unwrap() []error {
+	if e.Cause == nil {
+		return []error{ErrInvalidConfig}
+	}
+	return []error{ErrInvalidConfig, e.Cause}
+}
 
+// configErr returns the ConfigError of field and value, with the reason format. An error among
+// args is the reason's source: it becomes the Cause, so formatting it does not cut the chain.
 func configErr(field, value, format string, args ...any) error {
-	return &ConfigError{Field: field, Value: value, Reason: fmt.Sprintf(format, args...)}
+	e := &ConfigError{Field: field, Value: value, Reason: fmt.Sprintf(format, args...)}
+	for _, a := range args {
+		if err, ok := a.(error); ok {
+			e.Cause = err
+			break
+		}
+	}
+	return e
 }
