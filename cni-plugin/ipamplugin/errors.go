@@ -13,18 +13,21 @@ import (
 // netpool's own CNI error codes (100 and up are reserved for plugins by the CNI spec). They are
 // API: runtimes and operators match on them, and the README lists them.
 const (
-	CodePoolExhausted       uint = 100
-	CodeAddressInUse        uint = 101
-	CodeAddressNotAllowed   uint = 102
-	CodeAttachmentConflict  uint = 103
-	CodeCheckFailed         uint = 104
-	CodeStoreUnusable       uint = 105
-	CodeDatastoreNotSupport uint = 106
+	CodePoolExhausted      uint = 100
+	CodeAddressInUse       uint = 101
+	CodeAddressNotAllowed  uint = 102
+	CodeAttachmentConflict uint = 103
+	CodeCheckFailed        uint = 104
+	CodeStoreUnusable      uint = 105
+	// CodeDatastoreNotServed means the config's datastore is not served by this process: datastore
+	// kubernetes reached a Plugin that neither forwards to the agent nor opens a store for it. The
+	// netpool binary forwards and the agent serves, so only a program embedding the verbs sees it.
+	CodeDatastoreNotServed uint = 106
 )
 
-// errDatastoreNotSupported is returned when a datastore named in the config cannot be served by
-// this process: datastore kubernetes reaches a Plugin that does not forward to the agent.
-var errDatastoreNotSupported = errors.New("datastore not served by this process")
+// errDatastoreNotServed is returned when a datastore named in the config cannot be served by this
+// process: datastore kubernetes reaches a Plugin that does not forward to the agent.
+var errDatastoreNotServed = errors.New("datastore not served by this process")
 
 var codes = []struct {
 	err  error
@@ -40,7 +43,7 @@ var codes = []struct {
 	{allocator.ErrAttachmentConflict, CodeAttachmentConflict},
 	{allocator.ErrCheckFailed, CodeCheckFailed},
 	{allocator.ErrStoreUnusable, CodeStoreUnusable},
-	{errDatastoreNotSupported, CodeDatastoreNotSupport},
+	{errDatastoreNotServed, CodeDatastoreNotServed},
 }
 
 // toCNIError gives err its CNI code. skel passes a *types.Error through unchanged and turns

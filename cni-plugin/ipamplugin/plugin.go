@@ -52,7 +52,7 @@ func OpenStore(c *ipam.Config) (allocator.Store, error) {
 	}
 	// datastore kubernetes is served by the node agent; only a Plugin without Forward gets here.
 	return nil, fmt.Errorf("%w: %q is served by the netpool agent, and this process does not forward to it",
-		errDatastoreNotSupported, c.Datastore)
+		errDatastoreNotServed, c.Datastore)
 }
 
 // Funcs are the verbs for skel.PluginMainFuncs.

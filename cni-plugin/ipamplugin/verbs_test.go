@@ -154,7 +154,7 @@ func TestErrorCodes(t *testing.T) {
 		{"address in use", f.Add, "c2", h.conf(tiny, `,"runtimeConfig":{"ips":["10.6.0.1"]}`), CodeAddressInUse, "10.6.0.1 in pool 10.6.0.0/30 is held by c1/eth0"},
 		{"address not allowed", f.Add, "c2", h.conf(tiny, `,"runtimeConfig":{"ips":["10.6.0.3"]}`), CodeAddressNotAllowed, "10.6.0.3 is the network or broadcast address"},
 		{"attachment conflict", f.Add, "c1", h.conf(tiny, `,"runtimeConfig":{"ips":["10.6.0.2"]}`), CodeAttachmentConflict, "c1/eth0 holds 10.6.0.1"},
-		{"kubernetes not built in", f.Add, "c2", h.conf(tiny+`,"datastore":"kubernetes","kubernetes":{"kubeconfig":"/k"}`, ""), CodeDatastoreNotSupport, `"kubernetes"`},
+		{"kubernetes reaching a Plugin that does not forward", f.Add, "c2", h.conf(tiny+`,"datastore":"kubernetes","kubernetes":{"kubeconfig":"/k"}`, ""), CodeDatastoreNotServed, `"kubernetes" is served by the netpool agent`},
 		{"unusable store", f.Add, "c2", []byte(`{"cniVersion":"1.1.0","name":"n","ipam":{"range":"10.6.0.0/30","bbolt":{"path":"/proc/version/x.db"}}}`), CodeStoreUnusable, "/proc/version"},
 		{"unusable store on STATUS", f.Status, "", []byte(`{"cniVersion":"1.1.0","name":"n","ipam":{"range":"10.6.0.0/30","bbolt":{"path":"/proc/version/x.db"}}}`), types.ErrPluginNotAvailable, "/proc/version"},
 	}
