@@ -1,5 +1,6 @@
-// Package kubestore is netpool's Kubernetes store: the allocator.Store of the node agent, over a
-// controller-runtime client and an informer cache that stay warm between CNI calls.
+// Package kubestore is netpool's Kubernetes store for the node agent, over a controller-runtime
+// client and an informer cache that stay warm between CNI calls. A Store is the node's state; Bind
+// returns the allocator.Store of one CNI call.
 //
 // Data model (DESIGN.md, Kubernetes mode):
 //
@@ -30,4 +31,9 @@
 // is recorded as pending: the next call for the same attachment, or a background loop once the API
 // server answers again, reads it back and either adopts it (that attachment asks again) or deletes
 // it, so no half-made reservation outlives the outage.
+//
+// Against the allocator.Store contract (allocator/storetest checks it), this store undoes the
+// claims of a failed Update but not its releases, its View is not a snapshot, its round-robin runs
+// over the node's blocks, and HasFree lists the scope's reservations once every block is claimed;
+// docs/kubernetes-mode.md lists these differences.
 package kubestore
