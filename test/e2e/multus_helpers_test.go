@@ -3,8 +3,8 @@ package e2e
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"net/url"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
