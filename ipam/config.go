@@ -37,6 +37,9 @@ const DefaultLockTimeout = 10 * time.Second
 // migrating from whereabouts keeps working.
 var DefaultFlatConfigPaths = []string{
 	"/etc/cni/net.d/netpool.d/netpool.conf",
+	// Multus' thick DaemonSet mounts the host's /etc/cni/net.d at /host/etc/cni/net.d in the
+	// container where it runs delegates.
+	"/host/etc/cni/net.d/netpool.d/netpool.conf",
 	"/etc/kubernetes/cni/net.d/whereabouts.d/whereabouts.conf",
 	"/etc/cni/net.d/whereabouts.d/whereabouts.conf",
 }

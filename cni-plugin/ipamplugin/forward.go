@@ -3,6 +3,7 @@ package ipamplugin
 import (
 	"context"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/containernetworking/cni/pkg/skel"
@@ -38,7 +39,8 @@ func (p *Plugin) forward(cfg *ipam.Config, verb string, args *skel.CmdArgs) erro
 	// rollback), so twice that plus a grace period is never cut short by the plugin.
 	ctx, cancel := context.WithTimeout(context.Background(), 2*cfg.LockTimeout+forwardGrace)
 	defer cancel()
-	resp, err := p.Forward(ctx, cfg.AgentSocket, &agentproto.Request{
+	// Under Multus' thick plugin the host's /run is /host/run: find the socket where it is.
+	resp, err := p.Forward(ctx, hostPath(cfg.AgentSocket, os.Stat), &agentproto.Request{
 		Verb: verb, ContainerID: args.ContainerID, Netns: args.Netns, IfName: args.IfName,
 		Args: args.Args, Path: args.Path, NetnsOverride: args.NetnsOverride, Stdin: args.StdinData,
 	})

@@ -34,6 +34,13 @@ func mustAgent(t *testing.T, env *envtest.Env, node string) string {
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	socket := filepath.Join(dir, "agent.sock")
+	mustAgentAt(t, env, node, socket)
+	return socket
+}
+
+// mustAgentAt is mustAgent with the socket at a path of the test's choosing.
+func mustAgentAt(t *testing.T, env *envtest.Env, node, socket string) {
+	t.Helper()
 	cfg := rest.CopyConfig(env.Config)
 	cfg.QPS, cfg.Burst = kubeclient.DefaultQPS, kubeclient.DefaultBurst
 	a, err := agent.New(cfg, agent.Options{NodeName: node, Socket: socket,
@@ -59,7 +66,6 @@ func mustAgent(t *testing.T, env *envtest.Env, node string) string {
 			t.Errorf("agent %s: %v", node, err)
 		}
 	})
-	return socket
 }
 
 // kubeConflist returns a conflist with one bridge plugin (bridge is the Linux bridge, which holds
