@@ -6,9 +6,9 @@ GO            ?= go
 NETPOOL_CACHE ?= $(HOME)/.cache/netpool
 export NETPOOL_CACHE
 FUZZTIME      ?= 20s
-BINARIES      := netpool netpool-agent netpool-controller
+BINARIES      := netpool netpool-agent netpool-controller netpoolctl
 
-.PHONY: all build demo test unit bench fuzz lint clean generate
+.PHONY: all build demo test unit bench fuzz lint clean generate image
 
 all: build
 
@@ -16,6 +16,9 @@ build: ## Build the binaries into bin/
 	@mkdir -p bin
 	@for b in $(BINARIES); do CGO_ENABLED=0 $(GO) build -trimpath -o bin/$$b ./cmd/$$b || exit 1; done
 	@echo "built: $(addprefix bin/,$(BINARIES))"
+
+image: ## One image with every binary (linux/amd64, linux/arm64) as an OCI layout and tarballs in bin/image; no Docker engine needed
+	$(GO) run ./hack/image -out bin/image -version "$$(git describe --tags --always --dirty 2>/dev/null || echo dev)"
 
 demo: build ## A real CNI chain (bridge + netpool on bbolt) in network namespaces; needs root
 	@if [ "$$(id -u)" != 0 ]; then echo "make demo needs root (it creates network namespaces, veths and a bridge)"; exit 2; fi

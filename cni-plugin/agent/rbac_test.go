@@ -473,8 +473,10 @@ func TestAgentDaemonSetManifest(t *testing.T) {
 	if !nodeName {
 		t.Errorf("agent env %+v: want %s from the downward API's spec.nodeName", agentC.Env, NodeNameEnv)
 	}
-	if mounts["install-cni-plugin:/host/opt/cni/bin"] != "/opt/cni/bin" || !strings.Contains(strings.Join(install.Command, " "), "/host/opt/cni/bin/netpool") {
-		t.Errorf("init container %v with mounts %v: want the plugin installed as the host's /opt/cni/bin/netpool", install.Command, mounts)
+	if mounts["install-cni-plugin:/host/opt/cni/bin"] != "/opt/cni/bin" || mounts["install-cni-plugin:/host/etc/cni/net.d"] != "/etc/cni/net.d" ||
+		!strings.HasPrefix(strings.Join(install.Command, " "), "/netpoolctl install-cni ") ||
+		!slices.Contains(install.Command, "--cni-bin-dir=/host/opt/cni/bin") || !slices.Contains(install.Command, "--net-dir=/host/etc/cni/net.d") {
+		t.Errorf("init container %v with mounts %v: want netpoolctl install-cni into the host's /opt/cni/bin and /etc/cni/net.d", install.Command, mounts)
 	}
 	for _, p := range []*corev1.Probe{agentC.LivenessProbe, agentC.ReadinessProbe} {
 		if p == nil || p.HTTPGet == nil || p.HTTPGet.Port.String() != "metrics" || !slices.Contains(agentC.Args, "--metrics-bind-address=:9402") {

@@ -1,0 +1,3 @@
+// Package cli is netpoolctl, the operator's command line: its cobra commands and their output.
+// cmd/netpoolctl only runs NewRoot.
+package cli

@@ -1,0 +1,86 @@
+package install
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// execLoop is a separate process that execs a binary over and over until told to stop. It is a
+// shell, started before the installer writes anything, so that it holds none of the installer's
+// file descriptors (a child forked while the installer held a file open for writing would make
+// its own exec of that file fail, which is a test artefact, not something a runtime meets).
+type execLoop struct {
+	cmd  *exec.Cmd
+	out  *bytes.Buffer
+	stop func(t *testing.T) (int, string)
+}
+
+// execLoopScript runs "$1" (a Go test binary, which runs no test for -test.run=^$) until the file
+// "$2" exists, prints each failure and finally the number of runs. It creates "$3" once the first
+// run is over, so the caller knows the loop is going.
+const execLoopScript = `n=0
+while [ ! -e "$2" ]; do
+  if ! out=$("$1" -test.run='^$' 2>&1); then echo "FAIL: $out"; fi
+  n=$((n+1))
+  [ "$n" = 1 ] && : > "$3"
+done
+echo "runs $n"`
+
+func startExecLoop(t *testing.T, binary string) *execLoop {
+	t.Helper()
+	dir := t.TempDir()
+	stopFile, readyFile := filepath.Join(dir, "stop"), filepath.Join(dir, "ready")
+	out := &bytes.Buffer{}
+	cmd := exec.Command("/bin/sh", "-c", execLoopScript, "sh", binary, stopFile, readyFile)
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	l := &execLoop{cmd: cmd, out: out}
+	l.stop = func(t *testing.T) (int, string) {
+		t.Helper()
+		if err := os.WriteFile(stopFile, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("exec loop: %v\n%s", err, out)
+			}
+		case <-time.After(time.Minute):
+			_ = cmd.Process.Kill()
+			t.Fatalf("exec loop did not stop\n%s", out)
+		}
+		var failures []string
+		runs := -1
+		for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+			if n, ok := strings.CutPrefix(line, "runs "); ok {
+				runs, _ = strconv.Atoi(n)
+			} else if line != "" {
+				failures = append(failures, line)
+			}
+		}
+		if runs < 0 {
+			t.Fatalf("exec loop printed no count:\n%s", out)
+		}
+		return runs, strings.Join(failures, "\n")
+	}
+	// The installer starts once the loop has run the binary once.
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(readyFile); err == nil {
+			return l
+		}
+		if time.Now().After(deadline) {
+			l.stop(t)
+			t.Fatalf("the exec loop did not run the binary within a minute\n%s", out)
+		}
+	}
+}
