@@ -6,7 +6,7 @@ GO            ?= go
 NETPOOL_CACHE ?= $(HOME)/.cache/netpool
 export NETPOOL_CACHE
 FUZZTIME      ?= 20s
-BINARIES      := netpool netpool-agent netpool-controller
+BINARIES      := netpool netpool-agent netpool-controller netpool-egress-router
 
 .PHONY: all build demo test unit bench fuzz lint clean generate
 
