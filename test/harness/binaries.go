@@ -1,6 +1,6 @@
 // Package harness builds the binaries that process-level, network-namespace and benchmark tests run:
-// the netpool plugins (IPAM and egress router) from this checkout, and the reference CNI plugins (bridge, macvlan, host-local)
-// from the containernetworking/plugins version pinned in go.mod.
+// the netpool plugins (IPAM and egress router) from this checkout, and the reference CNI plugins
+// (bridge, macvlan, host-local) from the containernetworking/plugins version pinned in go.mod.
 //
 // The reference plugins are cached under $NETPOOL_CACHE (default ~/.cache/netpool), keyed by the
 // plugins module version, so only the first run on a machine pays for their build. The netpool binary
