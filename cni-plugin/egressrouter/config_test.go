@@ -149,7 +149,7 @@ func TestParseErrors(t *testing.T) {
 		{"port too big", head + validRest + `,"redirect":{"rules":[{"destinationIP":"192.0.2.9","port":65536,"protocol":"TCP"}]}}`, "port 65536 is not between 1 and 65535"},
 		{"targetPort 0", head + validRest + `,"redirect":{"rules":[{"destinationIP":"192.0.2.9","port":80,"protocol":"TCP","targetPort":0}]}}`, "targetPort 0 is not between"},
 		{"bad protocol", head + validRest + `,"redirect":{"rules":[{"destinationIP":"192.0.2.9","port":80,"protocol":"ICMP"}]}}`, `protocol "ICMP" is not one of TCP, UDP, SCTP`},
-		{"repeated rule", head + validRest + `,"redirect":{"rules":[{"destinationIP":"192.0.2.9","port":80,"protocol":"TCP"},{"destinationIP":"192.0.2.8","port":80,"protocol":"tcp"}]}}`, "repeat port 80 protocol TCP"},
+		{"repeated rule", head + validRest + `,"redirect":{"rules":[{"destinationIP":"192.0.2.9","port":80,"protocol":"TCP"},{"destinationIP":"192.0.2.8","port":80,"protocol":"tcp"}]}}`, "repeat port 80 protocol TCP for IPv4"},
 		{"destination of no family", head + validRest + `,"redirect":{"rules":[{"destinationIP":"fd00::9","port":80,"protocol":"TCP"}]}}`, "destinationIP fd00::9 has no router address of its IP family"},
 		{"multicast destination", head + validRest + `,"redirect":{"rules":[{"destinationIP":"224.0.0.1","port":80,"protocol":"TCP"}]}}`, "is not a routable unicast address"},
 		{"bad fallback", head + validRest + `,"redirect":{"fallbackIP":"nope"}}`, `redirect.fallbackIP "nope" is not an IP address`},

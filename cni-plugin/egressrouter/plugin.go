@@ -1,7 +1,6 @@
 package egressrouter
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -133,13 +132,11 @@ func result(r *Router, args *skel.CmdArgs, mac net.HardwareAddr) *current.Result
 	return res
 }
 
-// Del removes the macvlan, the policy rules and routes and the nftables table. It needs only the
-// config's name and version: a runtime repeats DEL after a failed ADD, maybe with a config ADD
-// refused, and that DEL must still clean up. A namespace that is already gone holds nothing to remove.
+// Del removes the macvlan, the policy rules and routes and the nftables table. It reads nothing of
+// the config beyond what skel checks (its version and name): a runtime repeats DEL after a failed
+// ADD, maybe with a config ADD refused, and that DEL must still clean up, so it removes whatever the
+// plugin can install. A namespace that is already gone holds nothing to remove.
 func Del(args *skel.CmdArgs) error {
-	if err := parseBase(args.StdinData); err != nil {
-		return err
-	}
 	if args.Netns == "" {
 		return nil
 	}
@@ -175,21 +172,6 @@ func teardown(netns ns.NetNS, ifName string) error {
 		errs = append(errs, removeTable(conn))
 	}
 	return errors.Join(errs...)
-}
-
-// parseBase checks only the part of the config every verb needs.
-func parseBase(stdin []byte) error {
-	var base struct {
-		CNIVersion string `json:"cniVersion"`
-		Name       string `json:"name"`
-	}
-	if err := json.Unmarshal(stdin, &base); err != nil {
-		return invalid("failed to parse network config: %v", err)
-	}
-	if base.Name == "" {
-		return invalid("name is required")
-	}
-	return nil
 }
 
 // GC has nothing to collect: everything the plugin installs lives in the pod's network namespace

@@ -128,9 +128,10 @@ func (r *Router) validateRedirect() error {
 		if rule.Port == 0 || rule.TargetPort == 0 {
 			return invalid("redirect rule %s: port and targetPort must be between 1 and 65535", rule)
 		}
-		key := fmt.Sprintf("%d/%s", rule.Port, rule.Protocol)
+		// Rules are per family (a dual-stack router may send port 80 to an IPv4 and an IPv6 host).
+		key := fmt.Sprintf("%d/%s/%s", rule.Port, rule.Protocol, familyName(rule.Destination))
 		if seen[key] {
-			return invalid("redirect rules repeat port %d protocol %s", rule.Port, rule.Protocol)
+			return invalid("redirect rules repeat port %d protocol %s for %s", rule.Port, rule.Protocol, familyName(rule.Destination))
 		}
 		seen[key] = true
 		if err := r.routable("destinationIP", rule.Destination); err != nil {
@@ -185,4 +186,11 @@ func parseProtocol(s string) (string, error) {
 
 func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrInvalidConfig, fmt.Sprintf(format, args...))
+}
+
+func familyName(a netip.Addr) string {
+	if a.Is4() {
+		return "IPv4"
+	}
+	return "IPv6"
 }
