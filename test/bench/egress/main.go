@@ -26,9 +26,9 @@ const throughputTarget = 0.80
 func main() { os.Exit(benchMain()) }
 
 func benchMain() int {
-	rounds := flag.Int("rounds", 5, "measurements per side, alternating direct and routed")
-	streamFor := flag.Duration("stream", 2*time.Second, "length of one throughput measurement")
-	connectFor := flag.Duration("connect", 1500*time.Millisecond, "length of one connection-rate measurement")
+	rounds := flag.Int("rounds", 11, "measurements per side, alternating direct and routed")
+	streamFor := flag.Duration("stream", 700*time.Millisecond, "length of one throughput measurement")
+	connectFor := flag.Duration("connect", 500*time.Millisecond, "length of one connection-rate measurement")
 	workers := flag.Int("workers", 4, "concurrent connecting goroutines in the connection-rate measurement")
 	noFailExit := flag.Bool("no-fail-exit", false, "exit 0 even when the target is missed")
 	flag.Parse()
