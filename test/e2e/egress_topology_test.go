@@ -192,6 +192,7 @@ func mustDefaultRoute(t *testing.T, netns ns.NetNS, ifName string, gw netip.Addr
 type egressConf struct {
 	addrs    []egressAddrs
 	fallback bool
+	mode     string // macvlan mode; empty means bridge
 }
 
 func (c egressConf) json(t *testing.T) map[string]any {
@@ -210,13 +211,17 @@ func (c egressConf) json(t *testing.T) map[string]any {
 			fallback = a.fb.String()
 		}
 	}
+	mode := c.mode
+	if mode == "" {
+		mode = "bridge"
+	}
 	redirect := map[string]any{"rules": rules}
 	if fallback != "" {
 		redirect["fallbackIP"] = fallback
 	}
 	return map[string]any{
 		"type":             "netpool-egress-router",
-		"interface":        map[string]any{"type": "macvlan", "master": "m0", "mode": "bridge", "mtu": 0},
+		"interface":        map[string]any{"type": "macvlan", "master": "m0", "mode": mode, "mtu": 0},
 		"clusterInterface": "eth0",
 		"addresses":        addresses,
 		"redirect":         redirect,

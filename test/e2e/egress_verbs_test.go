@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/netip"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -16,9 +17,9 @@ import (
 	"github.com/netpool/netpool/test/harness"
 )
 
-// TestEgressRouterDualStack attaches one router with an address of each family and no fallback:
-// both families redirect, both reject what no rule matches, and CHECK, GC, STATUS and DEL work
-// through libcni.
+// TestEgressRouterDualStack attaches one router with an address of each family, no fallback and a
+// private-mode macvlan: both families redirect, both reject what no rule matches, and CHECK, GC,
+// STATUS and DEL work through libcni.
 func TestEgressRouterDualStack(t *testing.T) {
 	requireRoot(t)
 	t.Parallel()
@@ -27,9 +28,19 @@ func TestEgressRouterDualStack(t *testing.T) {
 	for _, a := range []egressAddrs{egressV4, egressV6} {
 		serveTCP(t, topo.dest, netip.AddrPortFrom(a.dest, 80), "dest")
 	}
-	network := mustNetwork(t, topo.node, egressConflist(t, egressConf{addrs: []egressAddrs{egressV4, egressV6}}.json(t)), nil)
+	network := mustNetwork(t, topo.node, egressConflist(t, egressConf{addrs: []egressAddrs{egressV4, egressV6}, mode: "private"}.json(t)), nil)
 	rt := harness.Attachment("egress-dualstack", topo.router, "net1")
 	res := mustAdd(ctx, t, network, rt)
+	must(t, topo.router.Do(func(ns.NetNS) error {
+		link, err := netlink.LinkByName("net1")
+		if err != nil {
+			return err
+		}
+		if mv, ok := link.(*netlink.Macvlan); !ok || mv.Mode != netlink.MACVLAN_MODE_PRIVATE {
+			t.Errorf("net1 is %T %+v, want a private-mode macvlan", link, link)
+		}
+		return nil
+	}))
 	if got := resultIPs(t, res); len(got) != 2 || got[0] != egressV4.router || got[1] != egressV6.router {
 		t.Fatalf("result IPs %v, want %s and %s", got, egressV4.router, egressV6.router)
 	}
@@ -178,6 +189,25 @@ func TestEgressRouterErrors(t *testing.T) {
 				t.Errorf("refused %s changed the pod's namespace: %+v, was %+v", tc.verb, after, before)
 			}
 		})
+	}
+}
+
+// TestEgressRouterVersion asks the binary for its versions, as a runtime does before GC and STATUS.
+func TestEgressRouterVersion(t *testing.T) {
+	out, err := harness.Exec(testContext(t), filepath.Join(harness.MustBinDir(t), "netpool-egress-router"),
+		harness.Invocation{Command: "VERSION", Config: []byte(`{"cniVersion":"1.1.0"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v struct {
+		CNIVersion        string   `json:"cniVersion"`
+		SupportedVersions []string `json:"supportedVersions"`
+	}
+	if err := json.Unmarshal(out.Stdout, &v); err != nil {
+		t.Fatalf("VERSION printed %q: %v", out.Stdout, err)
+	}
+	if !slices.Contains(v.SupportedVersions, "1.1.0") || !slices.Contains(v.SupportedVersions, "0.4.0") {
+		t.Errorf("VERSION lists %v, want 0.4.0 (OpenShift's NADs) through 1.1.0", v.SupportedVersions)
 	}
 }
 
