@@ -26,7 +26,7 @@ test: lint ## Every test: unit, fuzz seed corpora, process-level, network namesp
 	KUBEBUILDER_ASSETS="$$(bash hack/envtest-binaries.sh)" $(GO) test -race -count=1 -timeout 30m ./...
 
 unit: ## Only the tests that need neither root, built binaries nor an API server
-	$(GO) test -race -count=1 ./ipam/... ./allocator ./allocator/boltstore ./cni-plugin/ipamplugin ./cni-plugin/agentproto
+	$(GO) test -race -count=1 ./ipam/... ./allocator ./allocator/boltstore ./cni-plugin/ipamplugin ./cni-plugin/agentproto ./cni-plugin/egressrouter
 
 bench: ## Performance against the peers and the targets, measured in the same run (embedded, Kubernetes, controller, egress data path)
 	@# Every table is printed even when an earlier one misses a target; the exit status reports any miss.
