@@ -217,3 +217,39 @@ func errString(err error) string {
 	}
 	return err.Error()
 }
+
+// TestEgressRouterIfNameTaken runs ADD for a CNI_IFNAME the pod already has: ADD fails naming it,
+// before it changes anything, and the existing interface survives.
+func TestEgressRouterIfNameTaken(t *testing.T) {
+	requireRoot(t)
+	t.Parallel()
+	node, pod := mustNetNS(t), mustNetNS(t)
+	must(t, harness.AddVethPair(node, "m0", "m0p"))
+	must(t, harness.AddVethPair(pod, "eth0", "net1"))
+	conf, err := json.Marshal(map[string]any{
+		"cniVersion": "1.1.0", "name": "egress-taken", "type": "netpool-egress-router",
+		"interface": map[string]any{"master": "m0"},
+		"addresses": []any{map[string]any{"ip": "192.0.2.99/24", "gateway": "192.0.2.1"}},
+	})
+	must(t, err)
+	plugin := filepath.Join(harness.MustBinDir(t), "netpool-egress-router")
+	must(t, node.Do(func(ns.NetNS) error {
+		_, err = harness.Exec(testContext(t), plugin, harness.Invocation{
+			Command: "ADD", ContainerID: "egress-taken", IfName: "net1", NetNS: pod.Path(), Config: conf,
+		})
+		return nil
+	}))
+	if err == nil || !strings.Contains(err.Error(), "interface net1 already exists") {
+		t.Fatalf("ADD over an existing net1: %v; want it refused naming net1", err)
+	}
+	must(t, pod.Do(func(ns.NetNS) error {
+		link, err := netlink.LinkByName("net1")
+		if err == nil && link.Type() != "veth" {
+			t.Errorf("net1 is now a %s, want the pod's own veth", link.Type())
+		}
+		return err
+	}))
+	if st := readEgressState(t, pod); st.rules != 0 || st.routes != 0 || st.chains != nil {
+		t.Errorf("refused ADD left state behind: %+v", st)
+	}
+}
