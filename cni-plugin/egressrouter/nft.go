@@ -87,7 +87,10 @@ func dnatRule(clusterIf string, rule Rule) ruleSpec {
 			[]expr.Any{
 				&expr.Immediate{Register: 1, Data: rule.Destination.AsSlice()},
 				&expr.Immediate{Register: 2, Data: binaryutil.BigEndian.PutUint16(rule.TargetPort)},
-				&expr.NAT{Type: expr.NATTypeDestNAT, Family: natFamily(rule.Destination.Is4()), RegAddrMin: 1, RegProtoMin: 2},
+				// Written as the kernel reports it back (max = min, port range flagged), so CHECK can
+				// compare expression by expression.
+				&expr.NAT{Type: expr.NATTypeDestNAT, Family: natFamily(rule.Destination.Is4()),
+					RegAddrMin: 1, RegAddrMax: 1, RegProtoMin: 2, RegProtoMax: 2, Specified: true},
 			}),
 	}
 }
@@ -99,7 +102,7 @@ func fallbackRule(clusterIf string, fallback netip.Addr) ruleSpec {
 			ifName(expr.MetaKeyIIFNAME, clusterIf), nfproto(fallback.Is4()), toLocal(),
 			[]expr.Any{
 				&expr.Immediate{Register: 1, Data: fallback.AsSlice()},
-				&expr.NAT{Type: expr.NATTypeDestNAT, Family: natFamily(fallback.Is4()), RegAddrMin: 1},
+				&expr.NAT{Type: expr.NATTypeDestNAT, Family: natFamily(fallback.Is4()), RegAddrMin: 1, RegAddrMax: 1},
 			}),
 	}
 }
@@ -111,7 +114,7 @@ func snatRule(egressIf string, addr netip.Addr) ruleSpec {
 			ifName(expr.MetaKeyOIFNAME, egressIf), nfproto(addr.Is4()),
 			[]expr.Any{
 				&expr.Immediate{Register: 1, Data: addr.AsSlice()},
-				&expr.NAT{Type: expr.NATTypeSourceNAT, Family: natFamily(addr.Is4()), RegAddrMin: 1},
+				&expr.NAT{Type: expr.NATTypeSourceNAT, Family: natFamily(addr.Is4()), RegAddrMin: 1, RegAddrMax: 1},
 			}),
 	}
 }

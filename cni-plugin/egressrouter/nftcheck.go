@@ -2,14 +2,15 @@ package egressrouter
 
 import (
 	"fmt"
+	"reflect"
 
 	"github.com/google/nftables"
 	"github.com/google/nftables/userdata"
 )
 
 // checkTable compares the table in the namespace with the one ADD installs for r: the same base
-// chains (type, hook, priority, policy) and, in each, the same rules in the same order, each
-// recognised by its comment and its number of expressions.
+// chains (type, hook, priority, policy) and, in each, the same rules in the same order, each with
+// its comment and the same expressions, compared one by one.
 func checkTable(conn *nftables.Conn, r *Router, egressIf string) error {
 	found, err := hasTable(conn)
 	if err != nil {
@@ -62,6 +63,12 @@ func checkChain(conn *nftables.Conn, c *nftables.Chain, w chainSpec) error {
 		if got != want.desc || len(rules[i].Exprs) != len(want.exprs) {
 			return fmt.Errorf("%w: rule %d of chain %s is %q with %d expressions, want %q with %d",
 				ErrCheckFailed, i, w.name, got, len(rules[i].Exprs), want.desc, len(want.exprs))
+		}
+		for j := range want.exprs {
+			if !reflect.DeepEqual(rules[i].Exprs[j], want.exprs[j]) {
+				return fmt.Errorf("%w: rule %d (%q) of chain %s differs at expression %d: %#v, want %#v",
+					ErrCheckFailed, i, want.desc, w.name, j, rules[i].Exprs[j], want.exprs[j])
+			}
 		}
 	}
 	return nil

@@ -10,6 +10,7 @@ import (
 	"github.com/containernetworking/plugins/pkg/ns"
 	"github.com/containernetworking/plugins/pkg/utils/sysctl"
 	"github.com/google/nftables"
+	"github.com/google/nftables/expr"
 	"github.com/google/nftables/userdata"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -232,5 +233,31 @@ func deleteNftRule(netns ns.NetNS, chain string) func() error {
 			return err
 		}
 		return conn.Flush()
+	}
+}
+
+// rewriteNftPort changes, in place, the port the first rule of chain matches: same comment, same
+// number of expressions, so only an expression-by-expression CHECK notices.
+func rewriteNftPort(netns ns.NetNS, chain string) func() error {
+	return func() error {
+		conn, err := nftables.New(nftables.WithNetNSFd(int(netns.Fd())))
+		if err != nil {
+			return err
+		}
+		table := &nftables.Table{Name: egressrouter.TableName, Family: nftables.TableFamilyINet}
+		c := &nftables.Chain{Name: chain, Table: table}
+		rules, err := conn.GetRules(table, c)
+		if err != nil || len(rules) == 0 {
+			return fmt.Errorf("no rule in chain %s to rewrite (%v)", chain, err)
+		}
+		r := rules[0]
+		for _, e := range r.Exprs {
+			if cmp, ok := e.(*expr.Cmp); ok && len(cmp.Data) == 2 {
+				cmp.Data = []byte{0x1f, 0x91} // 8081 instead of the rule's 8080
+				conn.ReplaceRule(&nftables.Rule{Table: table, Chain: c, Handle: r.Handle, Exprs: r.Exprs, UserData: r.UserData})
+				return conn.Flush()
+			}
+		}
+		return fmt.Errorf("rule 0 of chain %s matches no port: %v", chain, r.Exprs)
 	}
 }

@@ -96,6 +96,7 @@ func runEgressScenario(t *testing.T, a egressAddrs) {
 			{"delete the policy rule", "no rule 7099", deletePolicyRule(is4)},
 			{"delete the egress table's default route", "has no route", deletePolicyDefaultRoute(is4)},
 			{"delete a DNAT rule", "chain prerouting holds", deleteNftRule(topo.router, "prerouting")},
+			{"rewrite a DNAT rule's port in place", "differs at expression", rewriteNftPort(topo.router, "prerouting")},
 			{"delete the forward filter's rule", "chain forward holds", deleteNftRule(topo.router, "forward")},
 		} {
 			tamper(t, topo.router, tc.what, tc.do)
