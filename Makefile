@@ -6,7 +6,7 @@ GO            ?= go
 NETPOOL_CACHE ?= $(HOME)/.cache/netpool
 export NETPOOL_CACHE
 FUZZTIME      ?= 20s
-BINARIES      := netpool netpool-agent netpool-controller netpoolctl
+BINARIES      := netpool netpool-agent netpool-controller netpool-egress-router netpoolctl
 
 .PHONY: all build demo test unit bench fuzz lint clean generate image
 
@@ -29,12 +29,12 @@ test: lint ## Every test: unit, fuzz seed corpora, process-level, network namesp
 	KUBEBUILDER_ASSETS="$$(bash hack/envtest-binaries.sh)" $(GO) test -race -count=1 -timeout 30m ./...
 
 unit: ## Only the tests that need neither root, built binaries nor an API server
-	$(GO) test -race -count=1 ./ipam/... ./allocator ./allocator/boltstore ./cni-plugin/ipamplugin ./cni-plugin/agentproto
+	$(GO) test -race -count=1 ./ipam/... ./allocator ./allocator/boltstore ./cni-plugin/ipamplugin ./cni-plugin/agentproto ./cni-plugin/egressrouter
 
-bench: ## Performance against the peers and the targets, measured in the same run (embedded, Kubernetes, controller)
+bench: ## Performance against the peers and the targets, measured in the same run (embedded, Kubernetes, controller, egress data path)
 	@# Every table is printed even when an earlier one misses a target; the exit status reports any miss.
 	@export KUBEBUILDER_ASSETS="$$(bash hack/envtest-binaries.sh)"; rc=0; \
-	  for b in ./test/bench ./test/bench/kube ./test/bench/controller; do \
+	  for b in ./test/bench ./test/bench/kube ./test/bench/controller ./test/bench/egress; do \
 	    echo "== $$b"; $(GO) run $$b || rc=1; done; exit $$rc
 
 fuzz: ## Run every fuzz target for FUZZTIME each

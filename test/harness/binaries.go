@@ -1,6 +1,6 @@
 // Package harness builds the binaries that process-level, network-namespace and benchmark tests run:
-// the netpool plugin from this checkout, and the reference CNI plugins (bridge, macvlan, host-local)
-// from the containernetworking/plugins version pinned in go.mod.
+// the netpool plugins (IPAM and egress router) from this checkout, and the reference CNI plugins
+// (bridge, macvlan, host-local) from the containernetworking/plugins version pinned in go.mod.
 //
 // The reference plugins are cached under $NETPOOL_CACHE (default ~/.cache/netpool), keyed by the
 // plugins module version, so only the first run on a machine pays for their build. The netpool binary
@@ -85,7 +85,7 @@ func build() (string, error) {
 
 // fill builds this checkout's binaries into dir and links the cached reference plugins beside them.
 func fill(root, ref, dir string) error {
-	for _, name := range []string{"netpool"} {
+	for _, name := range []string{"netpool", "netpool-egress-router"} {
 		if err := goBuild(root, filepath.Join(dir, name), "./cmd/"+name); err != nil {
 			return err
 		}
