@@ -91,6 +91,15 @@ type OverlappingRangeIPReservationSpec struct {
 // The kind's name and the name derivation follow whereabouts, so that tools reading whereabouts'
 // reservations recognise these.
 //
+// The name is derived from the address and scope (ReservationName), and two rules tie them: the
+// name ends with the address in its name form, and what comes before it is the pool or the
+// network name (a scope shortened with a hash, or a network name that is not a DNS name, is
+// checked for form only). A reservation cannot say which pool's range or family it belongs to in
+// a way CEL can check, since CEL reads no other object; the allocator only claims addresses
+// inside the pool's range, and treats any reservation's spec.address as held in its scope.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.spec.address) || self.metadata.name == ((self.spec.address.startsWith(':') ? '0' : '') + self.spec.address.replace(':', '-') + (self.spec.address.endsWith(':') ? '0' : '')) || self.metadata.name.endsWith('.' + ((self.spec.address.startsWith(':') ? '0' : '') + self.spec.address.replace(':', '-') + (self.spec.address.endsWith(':') ? '0' : '')))",messageExpression="'metadata.name ' + self.metadata.name + ' is not a reservation name of spec.address ' + self.spec.address + ': the name must be the address (every : written as -, a leading or trailing - given a 0) or <scope>.<that>, because the name is the lock on the address'"
+// +kubebuilder:validation:XValidation:rule="!has(self.spec.address) || !has(self.spec.pool) || self.metadata.name == ((self.spec.address.startsWith(':') ? '0' : '') + self.spec.address.replace(':', '-') + (self.spec.address.endsWith(':') ? '0' : '')) || !self.metadata.name.endsWith('.' + ((self.spec.address.startsWith(':') ? '0' : '') + self.spec.address.replace(':', '-') + (self.spec.address.endsWith(':') ? '0' : ''))) || self.metadata.name.substring(0, size(self.metadata.name) - size(((self.spec.address.startsWith(':') ? '0' : '') + self.spec.address.replace(':', '-') + (self.spec.address.endsWith(':') ? '0' : ''))) - 1) == self.spec.pool || (has(self.spec.networkName) && (self.metadata.name.substring(0, size(self.metadata.name) - size(((self.spec.address.startsWith(':') ? '0' : '') + self.spec.address.replace(':', '-') + (self.spec.address.endsWith(':') ? '0' : ''))) - 1) == self.spec.networkName || !self.spec.networkName.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$'))) || self.metadata.name.substring(0, size(self.metadata.name) - size(((self.spec.address.startsWith(':') ? '0' : '') + self.spec.address.replace(':', '-') + (self.spec.address.endsWith(':') ? '0' : ''))) - 1).matches('-[0-9a-f]{10}$')",messageExpression="'metadata.name ' + self.metadata.name + ' must be <scope>.<address> with the scope spec.pool (' + self.spec.pool + ')' + (has(self.spec.networkName) ? ' or spec.networkName (' + self.spec.networkName + ')' : '') + ', as the allocator names it'"
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:path=overlappingrangeipreservations,singular=overlappingrangeipreservation,scope=Cluster,shortName=orir,categories=netpool
 // +kubebuilder:storageversion
