@@ -11,6 +11,7 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -66,6 +67,40 @@ func TestNodeRestriction(t *testing.T) {
 		wantDenied(t, err, "node node-a may not delete overlappingrangeipreservations "+resB.Name+" of node node-b")
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(resB), &ipamv1.OverlappingRangeIPReservation{}); err != nil {
 			t.Errorf("node-b's reservation after the denied delete: %v", err)
+		}
+	})
+	t.Run("another node's reservation and slice cannot be updated", func(t *testing.T) {
+		// RBAC gives the agent no update at all; the policy would deny it as well.
+		r := resB.DeepCopy()
+		r.Labels[ipamv1.NodeLabel] = "node-a"
+		r.Spec.Node = "node-a"
+		if err := ca.Update(ctx, r); !apierrors.IsForbidden(err) {
+			t.Errorf("node-a relabelling node-b's reservation: %v, want Forbidden", err)
+		}
+		sl := sliceB.DeepCopy()
+		sl.Spec.Node = "node-a"
+		sl.Labels = map[string]string{ipamv1.NodeLabel: "node-a"}
+		if err := ca.Update(ctx, sl); !apierrors.IsForbidden(err) {
+			t.Errorf("node-a taking node-b's slice: %v, want Forbidden", err)
+		}
+		// Were update granted by mistake, the policy still holds.
+		grantUpdate(t, env)
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			err := ca.Update(ctx, sl.DeepCopy())
+			if apierrors.IsForbidden(err) && strings.Contains(err.Error(), "netpool-agent-node-restriction") {
+				wantDenied(t, err, "node node-a may not update ippoolslices "+sl.Name+" of node node-b")
+				break
+			}
+			if err == nil || time.Now().After(deadline) {
+				t.Fatalf("node-a taking node-b's slice with update granted: %v, want the policy's denial", err)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		wantDenied(t, ca.Update(ctx, r), "node node-a may not update overlappingrangeipreservations "+r.Name+" of node node-b")
+		var got ipamv1.IPPoolSlice
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(sl), &got); err != nil || got.Spec.Node != "node-b" {
+			t.Errorf("node-b's slice after the denied updates: %+v, %v", got.Spec, err)
 		}
 	})
 	t.Run("another node's slice cannot be deleted", func(t *testing.T) {
@@ -135,6 +170,28 @@ func TestNodeRestriction(t *testing.T) {
 			t.Errorf("the controller deleting node-b's reservation of %s: %v", ipB, err)
 		}
 	})
+}
+
+// grantUpdate gives the agent's ServiceAccount update on reservations and slices, which
+// deploy/agent-rbac.yaml never does.
+func grantUpdate(t *testing.T, env *envtest.Env) {
+	t.Helper()
+	ctx := context.Background()
+	role := &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "netpool-agent-update-by-mistake"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{ipamv1.GroupName}, Verbs: []string{"update"},
+			Resources: []string{"overlappingrangeipreservations", "ippoolslices"}}},
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: role.Name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: agentNamespace, Name: agentServiceAccount}},
+	}
+	for _, o := range []client.Object{role, binding} {
+		if err := env.Client.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // podBoundConfig creates Node node and a Pod of the agent's ServiceAccount on it, and returns a
