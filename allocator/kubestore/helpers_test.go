@@ -34,9 +34,12 @@ func MustStart(t *testing.T, env *envtest.Env, node string, opts Options, wrap f
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	sctx, scancel := context.WithTimeout(ctx, 30*time.Second)
-	defer scancel()
-	if err := s.Start(sctx); err != nil {
+	// Start's context runs the cache for the store's life, so the bound on syncing cancels it
+	// only while Start waits.
+	stuck := time.AfterFunc(30*time.Second, cancel)
+	err = s.Start(ctx)
+	stuck.Stop()
+	if err != nil {
 		t.Fatal(err)
 	}
 	return s

@@ -27,6 +27,7 @@ type entry struct {
 	addr    netip.Addr
 	owner   allocator.Owner
 	network string // CNI network name (NetworkAnnotation)
+	netName string // spec.networkName, the address scope when overlapping ranges are on
 	pod     ipam.PodRef
 	created time.Time
 }
@@ -71,6 +72,7 @@ func entryOf(r *ipamv1.OverlappingRangeIPReservation) (*entry, bool) {
 		name: r.Name, uid: r.UID, pool: r.Spec.Pool, addr: a.Unmap(),
 		owner:   allocator.Owner{ContainerID: r.Spec.ContainerID, IfName: r.Spec.IfName},
 		network: r.Annotations[NetworkAnnotation],
+		netName: r.Spec.NetworkName,
 		pod:     podOf(r.Spec.PodRef, r.Spec.PodUID),
 		created: r.CreationTimestamp.Time,
 	}
@@ -163,6 +165,21 @@ func (x *index) holds(a netip.Addr, name string) bool {
 	defer x.mu.Unlock()
 	for _, e := range x.byAddr[a] {
 		if e.name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// heldIn reports whether this node holds a in a scope, whatever the reservation's name: in pool,
+// or, when overlap is set, in any pool of network networkName. The name is the lock only for
+// reservations named as this store names them; one named for another scope (a NAD that shares
+// the pool with another enable_overlapping_ranges) still holds its address.
+func (x *index) heldIn(a netip.Addr, pool string, overlap bool, networkName string) bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for _, e := range x.byAddr[a] {
+		if e.pool == pool || overlap && e.netName == networkName {
 			return true
 		}
 	}

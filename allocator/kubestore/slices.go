@@ -22,15 +22,21 @@ const slicePoolField = "spec.pool"
 // listPage is the page size of the live list of a pool's reservations.
 const listPage = 1000
 
-// takenFn reports whether this node knows a to be held in u's scope: by one of its own reservations,
-// by a Create of this node in flight, or by another attachment that won a Create on it. The pool's
-// lock is held.
+// takenFn reports whether this node knows a to be held in u's scope: by one of its own reservations
+// (whatever its name), by a Create of this node in flight, or by another attachment that won a
+// Create on it. The pool's lock is held.
 func (s *Store) takenFn(u *poolUse) func(netip.Addr) bool {
 	return func(a netip.Addr) bool {
 		name := ipamv1.ReservationName(u.scope, a)
 		_, busy := u.state.inflight[name]
-		return busy || s.index.holds(a, name) || u.state.foreign[name]
+		return busy || s.index.holds(a, name) || s.heldByNode(u, a) || u.state.foreign[name]
 	}
+}
+
+// heldByNode reports whether one of this node's reservations holds a in u's scope or in u's pool,
+// whatever its name.
+func (s *Store) heldByNode(u *poolUse, a netip.Addr) bool {
+	return s.index.heldIn(a, u.state.name, u.overlap, u.networkName)
 }
 
 // loadSlices reads the node's blocks of the pool from the cache, once per pool and agent life;

@@ -227,6 +227,10 @@ func (t *txn) Claim(ctx context.Context, p allocator.Pool, al *allocator.Allocat
 		return fmt.Errorf("%w: %s in pool %s is held by %s/%s on node %s", allocator.ErrAddressInUse, al.Addr,
 			u.state.name, e.owner.ContainerID, e.owner.IfName, t.b.s.node)
 	}
+	if t.b.s.heldByNode(u, al.Addr) {
+		return fmt.Errorf("%w: %s in pool %s is held by another reservation on node %s", allocator.ErrAddressInUse, al.Addr,
+			u.state.name, t.b.s.node)
+	}
 	res, holder, err := t.tryCreate(ctx, u, al, al.Addr, true)
 	if res == taken {
 		return fmt.Errorf("%w: %s in pool %s is held by %s", allocator.ErrAddressInUse, al.Addr, u.state.name, holder)

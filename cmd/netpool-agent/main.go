@@ -7,7 +7,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
@@ -27,11 +26,18 @@ func main() {
 	flag.Float64Var(&f.QPS, "qps", kubeclient.DefaultQPS, "API client queries per second")
 	flag.IntVar(&f.Burst, "burst", kubeclient.DefaultBurst, "API client burst")
 	flag.DurationVar(&f.APITimeout, "api-timeout", kubestore.DefaultAPITimeout, "how long one CNI call retries while the API server does not answer, before failing with CNI error 11")
+	logFormat := flag.String("log-format", agent.LogFormatJSON, "log format: json or text")
+	logLevel := flag.String("log-level", "info", "log level: debug, info, warn or error; info logs every CNI call")
 	flag.Parse()
+	log, err := agent.NewLogger(os.Stderr, *logFormat, *logLevel)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "netpool-agent:", err)
+		os.Exit(2)
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := agent.Main(ctx, f, os.Getenv, slog.New(slog.NewTextHandler(os.Stderr, nil))); err != nil {
+	if err := agent.Main(ctx, f, os.Getenv, log); err != nil {
 		fmt.Fprintln(os.Stderr, "netpool-agent:", err)
 		os.Exit(1)
 	}

@@ -201,7 +201,9 @@ func (a *Agent) Handle(_ context.Context, req *agentproto.Request) *agentproto.R
 	}
 	verb := verbs[req.Verb]
 	if verb == nil {
-		return &agentproto.Response{Error: &agentproto.Error{Code: types.ErrInternal, Msg: fmt.Sprintf("netpool agent: unknown verb %q", req.Verb)}}
+		resp := &agentproto.Response{Error: &agentproto.Error{Code: types.ErrInternal, Msg: fmt.Sprintf("netpool agent: unknown verb %q", req.Verb)}}
+		a.logCall(req, resp, time.Since(start))
+		return resp
 	}
 	err := verb(&skel.CmdArgs{
 		ContainerID: req.ContainerID, Netns: req.Netns, IfName: req.IfName, Args: req.Args,
@@ -217,7 +219,9 @@ func (a *Agent) Handle(_ context.Context, req *agentproto.Request) *agentproto.R
 		resp = &agentproto.Response{Error: &agentproto.Error{Code: e.Code, Msg: e.Msg, Details: e.Details}}
 		code = e.Code
 	}
-	a.metrics.observe(req.Verb, code, time.Since(start))
+	took := time.Since(start)
+	a.metrics.observe(req.Verb, code, took)
+	a.logCall(req, resp, took)
 	return resp
 }
 

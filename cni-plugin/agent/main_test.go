@@ -105,7 +105,7 @@ func TestMainLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stale.(*net.UnixListener).SetUnlinkOnClose(false) // as an agent killed with -9 leaves it
+	stale.(interface{ SetUnlinkOnClose(bool) }).SetUnlinkOnClose(false) // as an agent killed with -9 leaves it
 	_ = stale.Close()
 
 	ctx, cancel := context.WithCancel(context.Background())

@@ -478,6 +478,21 @@ func TestAgentDaemonSetManifest(t *testing.T) {
 		!slices.Contains(install.Command, "--cni-bin-dir=/host/opt/cni/bin") || !slices.Contains(install.Command, "--net-dir=/host/etc/cni/net.d") {
 		t.Errorf("init container %v with mounts %v: want netpoolctl install-cni into the host's /opt/cni/bin and /etc/cni/net.d", install.Command, mounts)
 	}
+	for _, flag := range []string{"--log-format=json", "--log-level=info"} {
+		if !slices.Contains(agentC.Args, flag) {
+			t.Errorf("agent args %v: want %s, so every CNI call is logged as a JSON line", agentC.Args, flag)
+		}
+	}
+	// The limit covers the agent's peak measured at 100,000 reservations on one node (316-381 MiB)
+	// plus what in-flight requests may hold at once (agentproto's bounds, at most 96 MiB in
+	// TestServerBoundsFrameMemory).
+	const measuredPeak, framesBound = 381 << 20, 96 << 20
+	if limit, ok := agentC.Resources.Limits[corev1.ResourceMemory]; !ok || limit.Value() < measuredPeak+framesBound {
+		t.Errorf("agent memory limit %v, want at least %d MiB", agentC.Resources.Limits, (measuredPeak+framesBound)>>20)
+	}
+	if spec.AutomountServiceAccountToken != nil && !*spec.AutomountServiceAccountToken {
+		t.Error("the agent needs its pod-bound ServiceAccount token: deploy/agent-admission.yaml reads the node from it")
+	}
 	for _, p := range []*corev1.Probe{agentC.LivenessProbe, agentC.ReadinessProbe} {
 		if p == nil || p.HTTPGet == nil || p.HTTPGet.Port.String() != "metrics" || !slices.Contains(agentC.Args, "--metrics-bind-address=:9402") {
 			t.Errorf("agent probe %+v: want /healthz and /readyz on the metrics port", p)

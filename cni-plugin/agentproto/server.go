@@ -1,21 +1,41 @@
 package agentproto
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
+	"io"
 	"log/slog"
 	"net"
-	"os"
-	"path/filepath"
 	"runtime/debug"
 	"sync"
 	"time"
 )
 
-// codeInternal is the CNI spec's code for an error with no better code (999).
-const codeInternal = 999
+// CNI spec codes the server answers with on its own.
+const (
+	// codeInternal is the code for an error with no better code (999).
+	codeInternal = 999
+	// codeTryAgain is "try again later" (11): the agent is too busy to read the request now.
+	codeTryAgain = 11
+)
+
+// Bounds of what the server holds at once (Server's defaults). A request's memory is its frame
+// read whole, then a copy decoded from it, so what the agent can be made to hold is about
+// DefaultMaxConns*SmallFrameSize*4 plus DefaultMaxLargeFrames*MaxMessageSize*4: some 80 MiB,
+// where 60 unbounded 4 MiB frames peaked near 670 MiB.
+const (
+	// DefaultMaxConns is how many connections are served at once. More wait in the socket's
+	// accept backlog (the plugin's connect and its call deadline bound that wait).
+	DefaultMaxConns = 64
+	// DefaultMaxLargeFrames is how many requests larger than SmallFrameSize are read at once.
+	DefaultMaxLargeFrames = 4
+	// SmallFrameSize is the size up to which a request is read without taking a large-frame
+	// slot. A network config with a prevResult is a few KiB.
+	SmallFrameSize = 64 << 10
+)
 
 // ReadTimeout bounds how long the agent waits for a connected plugin to send its request, so a
 // stuck client cannot hold a goroutine for ever.
@@ -29,6 +49,24 @@ type Server struct {
 	Handler Handler
 	// Log receives transport failures; nil discards them.
 	Log *slog.Logger
+	// MaxConns bounds the connections served at once; 0 means DefaultMaxConns. The server does
+	// not accept more until one ends.
+	MaxConns int
+	// MaxLargeFrames bounds the requests larger than SmallFrameSize read at once; 0 means
+	// DefaultMaxLargeFrames. A large request waits for a slot until its read deadline, then
+	// gets "try again later".
+	MaxLargeFrames int
+	// ReadTimeout bounds how long a connection may take to deliver its request, a wait for a
+	// large-frame slot included; 0 means ReadTimeout.
+	ReadTimeout time.Duration
+}
+
+// limit returns n, or def when n is not positive.
+func limit(n, def int) int {
+	if n <= 0 {
+		return def
+	}
+	return n
 }
 
 // Serve accepts connections until ctx is done or ln fails, then closes ln and returns once every
@@ -39,31 +77,56 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	defer wg.Wait()
 	stop := context.AfterFunc(ctx, func() { _ = ln.Close() }) // Accept returns net.ErrClosed
 	defer stop()
+	conns := make(chan struct{}, limit(s.MaxConns, DefaultMaxConns))
+	large := make(chan struct{}, limit(s.MaxLargeFrames, DefaultMaxLargeFrames))
 	for {
+		// A connection slot is taken before Accept, so connections beyond the bound wait in the
+		// kernel's backlog rather than in the agent's memory.
+		select {
+		case conns <- struct{}{}:
+		case <-ctx.Done():
+			_ = ln.Close() // already closed by the AfterFunc
+			return nil
+		}
 		conn, err := ln.Accept()
 		if err != nil {
+			<-conns
 			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
 				_ = ln.Close() // already closed by the AfterFunc or by the caller
 				return nil
 			}
 			return fmt.Errorf("failed to accept on %s: %w", ln.Addr(), err)
 		}
-		wg.Go(func() { s.serveConn(context.WithoutCancel(ctx), conn) })
+		wg.Go(func() {
+			defer func() { <-conns }()
+			s.serveConn(context.WithoutCancel(ctx), conn, large)
+		})
 	}
 }
 
-func (s *Server) serveConn(ctx context.Context, conn net.Conn) {
+func (s *Server) serveConn(ctx context.Context, conn net.Conn, large chan struct{}) {
 	defer conn.Close() // the answer is written or the client is gone; a close error changes nothing
-	if err := conn.SetReadDeadline(time.Now().Add(ReadTimeout)); err != nil {
+	deadline := time.Now().Add(cmp.Or(s.ReadTimeout, ReadTimeout))
+	if err := conn.SetReadDeadline(deadline); err != nil {
 		s.logf("Setting read deadline failed", err)
 		return
 	}
 	resp := &Response{}
-	req, err := DecodeRequest(conn)
-	if err != nil {
+	frame, release, err := readFrame(conn, large, deadline)
+	switch {
+	case errors.Is(err, errBusy):
+		resp.Error = &Error{Code: codeTryAgain, Msg: "netpool agent is busy", Details: err.Error()}
+	case err != nil:
 		resp.Error = &Error{Code: codeInternal, Msg: "netpool agent rejected the request", Details: err.Error()}
-	} else {
-		resp = s.handle(ctx, req)
+	default:
+		req, err := DecodeRequest(bytes.NewReader(frame))
+		// The frame is dead from here on (the request holds copies): its slot goes back before the call runs.
+		release()
+		if err != nil {
+			resp.Error = &Error{Code: codeInternal, Msg: "netpool agent rejected the request", Details: err.Error()}
+		} else {
+			resp = s.handle(ctx, req)
+		}
 	}
 	if err := conn.SetWriteDeadline(time.Now().Add(ReadTimeout)); err != nil {
 		s.logf("Setting write deadline failed", err)
@@ -73,6 +136,36 @@ func (s *Server) serveConn(ctx context.Context, conn net.Conn) {
 		// The plugin sees ErrNoAnswer and fails with "try again later"; CNI verbs are idempotent.
 		s.logf("Writing response failed", err)
 	}
+}
+
+// errBusy is returned by readFrame when no large-frame slot came free in time.
+var errBusy = errors.New("every large-request slot is taken")
+
+// readFrame reads one request frame of at most MaxMessageSize+1 bytes (DecodeRequest rejects
+// the extra byte). Up to SmallFrameSize it reads freely; a larger frame first takes a slot of
+// large, waiting for one until deadline, and release gives the slot back.
+func readFrame(conn net.Conn, large chan struct{}, deadline time.Time) ([]byte, func(), error) {
+	b, err := io.ReadAll(io.LimitReader(conn, SmallFrameSize+1))
+	if err != nil {
+		return nil, nil, fmt.Errorf("failed to read agent message: %w", err)
+	}
+	if len(b) <= SmallFrameSize {
+		return b, func() {}, nil
+	}
+	wait := time.NewTimer(time.Until(deadline))
+	defer wait.Stop()
+	select {
+	case large <- struct{}{}:
+	case <-wait.C:
+		return nil, nil, fmt.Errorf("%w: %d requests larger than %d bytes are being read; try again", errBusy, cap(large), SmallFrameSize)
+	}
+	release := func() { <-large }
+	rest, err := io.ReadAll(io.LimitReader(conn, MaxMessageSize+1-int64(len(b))))
+	if err != nil {
+		release()
+		return nil, nil, fmt.Errorf("failed to read agent message: %w", err)
+	}
+	return append(b, rest...), release, nil
 }
 
 // handle runs the Handler, turning a panic into a CNI error so one bad call cannot take down
@@ -98,38 +191,4 @@ func (s *Server) logf(msg string, err error) {
 	if s.Log != nil {
 		s.Log.Error(msg, "err", err)
 	}
-}
-
-// Listen listens on the unix socket at path, creating its directory. A socket file left behind
-// by an agent that died is removed; a live agent on the same path is an error, and so is any
-// other kind of file there. The socket is accessible to its owner only (the runtime runs as root).
-func Listen(path string) (net.Listener, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return nil, fmt.Errorf("failed to create socket directory for %s: %w", path, err)
-	}
-	fi, err := os.Lstat(path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-	case err != nil:
-		return nil, fmt.Errorf("failed to inspect %s: %w", path, err)
-	case fi.Mode().Type() != fs.ModeSocket:
-		return nil, fmt.Errorf("%s exists and is not a socket (%s); remove it or choose another path", path, fi.Mode().Type())
-	default:
-		if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
-			_ = c.Close() // only probing
-			return nil, fmt.Errorf("another agent is already listening at %s", path)
-		}
-		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("failed to remove stale socket %s: %w", path, err)
-		}
-	}
-	ln, err := net.Listen("unix", path)
-	if err != nil {
-		return nil, fmt.Errorf("failed to listen on %s: %w", path, err)
-	}
-	if err := os.Chmod(path, 0o600); err != nil {
-		_ = ln.Close() // the chmod error is the one worth reporting
-		return nil, fmt.Errorf("failed to restrict %s: %w", path, err)
-	}
-	return ln, nil
 }

@@ -94,7 +94,7 @@ func TestCallUnreachable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln.(*net.UnixListener).SetUnlinkOnClose(false)
+	ln.(interface{ SetUnlinkOnClose(bool) }).SetUnlinkOnClose(false)
 	if err := ln.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -319,7 +319,7 @@ func TestListen(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ln.(*net.UnixListener).SetUnlinkOnClose(false) // as a kill -9 leaves it
+		ln.(interface{ SetUnlinkOnClose(bool) }).SetUnlinkOnClose(false) // as a kill -9 leaves it
 		_ = ln.Close()
 		ln, err = Listen(path)
 		if err != nil {

@@ -324,11 +324,13 @@ func testIPPoolStatus(t *testing.T, env *envtest.Env) {
 	}
 }
 
+// validReservation is a reservation of 10.0.0.7 in a pool of its own, named as the allocator names it.
 func validReservation() *ipamv1.OverlappingRangeIPReservation {
+	pool := uniqueName("pool")
 	return &ipamv1.OverlappingRangeIPReservation{
-		ObjectMeta: metav1.ObjectMeta{Name: uniqueName("res")},
+		ObjectMeta: metav1.ObjectMeta{Name: pool + ".10.0.0.7"},
 		Spec: ipamv1.OverlappingRangeIPReservationSpec{
-			Address: "10.0.0.7", Pool: "10.0.0.0-24", ContainerID: "0123abcd", IfName: "net1", Node: "node-a",
+			Address: "10.0.0.7", Pool: pool, ContainerID: "0123abcd", IfName: "net1", Node: "node-a",
 		},
 	}
 }
@@ -345,7 +347,57 @@ func testReservationCreate(t *testing.T, env *envtest.Env) {
 				Address: "fd00::7", Pool: "blue-fd00---64", ContainerID: "k8s_pod.1-x", IfName: "eth1",
 				PodRef: "default/web-0.a", PodUID: "4f3c2b1a-0000-4000-8000-000000000001", Node: "node-a.example.com", NetworkName: "blue",
 			}
+			r.Name = uniqueName("blue") + ".fd00--7"
+			r.Spec.NetworkName = strings.TrimSuffix(r.Name, ".fd00--7")
 		}},
+
+		// The name is the lock on the address: it must be ReservationName(scope, address).
+		{name: "name of the network scope", mutate: func(r *ipamv1.OverlappingRangeIPReservation) {
+			r.Spec.NetworkName = uniqueName("net")
+			r.Name = r.Spec.NetworkName + ".10.0.0.7"
+		}},
+		{name: "name of the unnamed network scope", mutate: func(r *ipamv1.OverlappingRangeIPReservation) {
+			r.Spec.Address = "10.250.0." + fmt.Sprint(seq.Add(1)%250)
+			r.Name = r.Spec.Address
+		}},
+		{name: "IPv6 names as ReservationName writes them", mutate: func(r *ipamv1.OverlappingRangeIPReservation) {
+			r.Spec.Address = "fd00::"
+			r.Name = ipamv1.ReservationName(r.Spec.Pool, netip.MustParseAddr("fd00::"))
+		}},
+		{name: "IPv6 address starting with ::", mutate: func(r *ipamv1.OverlappingRangeIPReservation) {
+			r.Spec.Address = "::7"
+			r.Name = ipamv1.ReservationName(r.Spec.Pool, netip.MustParseAddr("::7"))
+		}},
+		{name: "scope shortened with a hash", mutate: func(r *ipamv1.OverlappingRangeIPReservation) {
+			r.Spec.NetworkName = strings.Repeat("n", 240) + uniqueName("")
+			r.Name = ipamv1.ReservationName(r.Spec.NetworkName, netip.MustParseAddr("10.0.0.7"))
+		}},
+		{name: "network name that is not a DNS name", mutate: func(r *ipamv1.OverlappingRangeIPReservation) {
+			r.Spec.NetworkName = "Blue_" + uniqueName("net")
+			r.Name = ipamv1.ReservationName(r.Spec.NetworkName, netip.MustParseAddr("10.0.0.7"))
+		}},
+		{name: "name of another address", mutate: func(r *ipamv1.OverlappingRangeIPReservation) {
+			r.Name = r.Spec.Pool + ".10.0.0.50"
+			r.Spec.Address = "10.0.0.51"
+		}, wantErrors: []string{"is not a reservation name of spec.address 10.0.0.51", "the name is the lock on the address"}},
+		{name: "name of an address that ends the same", mutate: func(r *ipamv1.OverlappingRangeIPReservation) {
+			r.Name = r.Spec.Pool + ".110.0.0.7"
+		}, wantErrors: []string{"is not a reservation name of spec.address 10.0.0.7"}},
+		{name: "IPv6 name without normalisation", mutate: func(r *ipamv1.OverlappingRangeIPReservation) {
+			r.Spec.Address = "fd00::"
+			r.Name = r.Spec.Pool + ".fd00--"
+		}, wantErrors: []string{"is not a reservation name of spec.address fd00::"}},
+		{name: "IPv6 name of another address", mutate: func(r *ipamv1.OverlappingRangeIPReservation) {
+			r.Spec.Address = "fd00::7"
+			r.Name = r.Spec.Pool + ".fd00--8"
+		}, wantErrors: []string{"is not a reservation name of spec.address fd00::7"}},
+		{name: "scope that is neither pool nor network", mutate: func(r *ipamv1.OverlappingRangeIPReservation) {
+			r.Name = uniqueName("other") + ".10.0.0.7"
+		}, wantErrors: []string{"must be <scope>.<address> with the scope spec.pool (" + "pool-"}},
+		{name: "scope of a network it does not name", mutate: func(r *ipamv1.OverlappingRangeIPReservation) {
+			r.Spec.NetworkName = uniqueName("blue")
+			r.Name = uniqueName("red") + ".10.0.0.7"
+		}, wantErrors: []string{"or spec.networkName (blue-"}},
 
 		{name: "address missing", mutate: func(r *ipamv1.OverlappingRangeIPReservation) { r.Spec.Address = "" }, wantErrors: []string{"spec.address: Required value"}},
 		{name: "address is not an IP", mutate: func(r *ipamv1.OverlappingRangeIPReservation) { r.Spec.Address = "10.0.0.0/24" }, wantErrors: []string{"address must be an IP address"}},
@@ -528,7 +580,7 @@ func testPrinterColumns(t *testing.T, env *envtest.Env) {
 		{
 			resource: "overlappingrangeipreservations", name: res.Name,
 			columns: []string{"Name", "Address", "Pool", "Node", "Pod", "Container", "Interface", "Age"},
-			cells:   []any{res.Name, "10.0.0.7", "10.0.0.0-24", "node-a", "default/web-0", "0123abcd", "net1"},
+			cells:   []any{res.Name, "10.0.0.7", res.Spec.Pool, "node-a", "default/web-0", "0123abcd", "net1"},
 		},
 		{
 			resource: "ippoolslices", name: slice.Name,

@@ -1,0 +1,303 @@
+package agent
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
+	"github.com/netpool/netpool/internal/kubeclient"
+	"github.com/netpool/netpool/test/envtest"
+)
+
+// TestNodeRestriction installs deploy/agent-rbac.yaml and deploy/agent-admission.yaml and runs two
+// agents with real pod-bound ServiceAccount tokens of two nodes, as the kubelet would give them.
+// Normal ADD and DEL work through both; every write one node's credentials make on the other
+// node's reservations and slices is denied, and so are forged objects, a pool that admits nobody
+// and a pool squatting another range's inline name. A token bound to no node can write nothing,
+// and the controller's identity still releases any node's reservation.
+func TestNodeRestriction(t *testing.T) {
+	env := envtest.Start(t)
+	ctx := context.Background()
+	applyManifests(t, env)
+	for _, o := range readManifest(t, filepath.Join("..", "..", "deploy", "agent-admission.yaml")) {
+		if err := env.Client.Create(ctx, o); err != nil {
+			t.Fatalf("create %s %s: %v", o.GetKind(), o.GetName(), err)
+		}
+	}
+	for _, f := range []string{"controller-rbac.yaml", "controller-role.yaml"} {
+		for _, o := range readManifest(t, filepath.Join("..", "..", "deploy", f)) {
+			if err := env.Client.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
+				t.Fatalf("create %s %s: %v", o.GetKind(), o.GetName(), err)
+			}
+		}
+	}
+
+	cfgA := podBoundConfig(t, env, "node-a")
+	cfgB := podBoundConfig(t, env, "node-b")
+	ca, cb := mustClient(t, env, cfgA), mustClient(t, env, cfgB)
+	waitPolicyActive(t, ca)
+
+	dir := socketDir(t)
+	na := startAgent(t, cfgA, Options{NodeName: "node-a", Socket: filepath.Join(dir, "a.sock"), Log: discardLog(), Stderr: io.Discard})
+	nb := startAgent(t, cfgB, Options{NodeName: "node-b", Socket: filepath.Join(dir, "b.sock"), Log: discardLog(), Stderr: io.Discard})
+	sh := newShim()
+	extra := `,"range":"10.84.0.0/28"`
+	ipA := sh.addIP(t, "ctr-a", netConf("iso", na.socket, extra))
+	ipB := sh.addIP(t, "ctr-b", netConf("iso", nb.socket, extra))
+	if ipA == ipB {
+		t.Fatalf("both nodes got %s", ipA)
+	}
+	resB := reservationOf(t, env, "node-b")
+	sliceB := sliceOf(t, env, "node-b")
+
+	t.Run("another node's reservation cannot be deleted", func(t *testing.T) {
+		err := ca.Delete(ctx, resB.DeepCopy())
+		wantDenied(t, err, "node node-a may not delete overlappingrangeipreservations "+resB.Name+" of node node-b")
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(resB), &ipamv1.OverlappingRangeIPReservation{}); err != nil {
+			t.Errorf("node-b's reservation after the denied delete: %v", err)
+		}
+	})
+	t.Run("another node's reservation and slice cannot be updated", func(t *testing.T) {
+		// RBAC gives the agent no update at all; the policy would deny it as well.
+		r := resB.DeepCopy()
+		r.Labels[ipamv1.NodeLabel] = "node-a"
+		r.Spec.Node = "node-a"
+		if err := ca.Update(ctx, r); !apierrors.IsForbidden(err) {
+			t.Errorf("node-a relabelling node-b's reservation: %v, want Forbidden", err)
+		}
+		sl := sliceB.DeepCopy()
+		sl.Spec.Node = "node-a"
+		sl.Labels = map[string]string{ipamv1.NodeLabel: "node-a"}
+		if err := ca.Update(ctx, sl); !apierrors.IsForbidden(err) {
+			t.Errorf("node-a taking node-b's slice: %v, want Forbidden", err)
+		}
+		// Were update granted by mistake, the policy still holds.
+		grantUpdate(t, env)
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			err := ca.Update(ctx, sl.DeepCopy())
+			if apierrors.IsForbidden(err) && strings.Contains(err.Error(), "netpool-agent-node-restriction") {
+				wantDenied(t, err, "node node-a may not update ippoolslices "+sl.Name+" of node node-b")
+				break
+			}
+			if err == nil || time.Now().After(deadline) {
+				t.Fatalf("node-a taking node-b's slice with update granted: %v, want the policy's denial", err)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		wantDenied(t, ca.Update(ctx, r), "node node-a may not update overlappingrangeipreservations "+r.Name+" of node node-b")
+		var got ipamv1.IPPoolSlice
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(sl), &got); err != nil || got.Spec.Node != "node-b" {
+			t.Errorf("node-b's slice after the denied updates: %+v, %v", got.Spec, err)
+		}
+	})
+	t.Run("another node's slice cannot be deleted", func(t *testing.T) {
+		wantDenied(t, ca.Delete(ctx, sliceB.DeepCopy()), "node node-a may not delete ippoolslices "+sliceB.Name+" of node node-b")
+	})
+	t.Run("reservations and slices cannot be forged for another node", func(t *testing.T) {
+		forged := forgedReservation("10.84.0.14", "node-b", "node-b")
+		wantDenied(t, ca.Create(ctx, forged), "node node-a may not create overlappingrangeipreservations "+forged.Name+" of node node-b")
+		mislabelled := forgedReservation("10.84.0.14", "node-a", "node-b")
+		wantDenied(t, ca.Create(ctx, mislabelled), "without the label ipam.netpool.io/node=node-a")
+		sl := &ipamv1.IPPoolSlice{
+			ObjectMeta: metav1.ObjectMeta{Name: sliceB.Spec.Pool + ".99", Labels: map[string]string{ipamv1.NodeLabel: "node-b"}},
+			Spec:       ipamv1.IPPoolSliceSpec{Pool: sliceB.Spec.Pool, Range: "10.84.0.15/32", Node: "node-b"},
+		}
+		wantDenied(t, ca.Create(ctx, sl), "node node-a may not create ippoolslices "+sl.Name+" of node node-b")
+		// node-b's own credentials may make the same slice (dry run: nothing is kept).
+		if err := cb.Create(ctx, sl.DeepCopy(), client.DryRunAll); err != nil {
+			t.Errorf("node-b creating its own slice: %v", err)
+		}
+	})
+	t.Run("an agent creates only inline pools under their own name", func(t *testing.T) {
+		nobody := &ipamv1.IPPool{
+			ObjectMeta: metav1.ObjectMeta{Name: "10.85.0.0-24"},
+			Spec: ipamv1.IPPoolSpec{Range: "10.85.0.0/24", NamespaceSelector: &metav1.LabelSelector{
+				MatchLabels: map[string]string{"nobody": "true"}}},
+		}
+		wantDenied(t, ca.Create(ctx, nobody, client.DryRunAll), "may not set namespaceSelector, nodeSelector or sliceSize")
+		squat := &ipamv1.IPPool{ObjectMeta: metav1.ObjectMeta{Name: "10.85.0.0-24"}, Spec: ipamv1.IPPoolSpec{Range: "10.86.0.0/24"}}
+		wantDenied(t, ca.Create(ctx, squat, client.DryRunAll), "IPPool 10.85.0.0-24 is not the name of the inline pool of range 10.86.0.0/24")
+		named := &ipamv1.IPPool{ObjectMeta: metav1.ObjectMeta{Name: "blue-10.85.0.0-24"}, Spec: ipamv1.IPPoolSpec{Range: "10.85.0.0/24"}}
+		wantDenied(t, ca.Create(ctx, named, client.DryRunAll), "IPPool blue-10.85.0.0-24 is not the name of the inline pool")
+		for _, ok := range []*ipamv1.IPPool{
+			{ObjectMeta: metav1.ObjectMeta{Name: "10.85.0.0-24"}, Spec: ipamv1.IPPoolSpec{Range: "10.85.0.0/24"}},
+			{ObjectMeta: metav1.ObjectMeta{Name: "blue-10.85.0.0-24"}, Spec: ipamv1.IPPoolSpec{Range: "10.85.0.0/24", NetworkName: "blue"}},
+			{ObjectMeta: metav1.ObjectMeta{Name: "fd00---64"}, Spec: ipamv1.IPPoolSpec{Range: "fd00::/64"}},
+			{ObjectMeta: metav1.ObjectMeta{Name: "0---0"}, Spec: ipamv1.IPPoolSpec{Range: "::/0"}},
+		} {
+			if err := ca.Create(ctx, ok, client.DryRunAll); err != nil {
+				t.Errorf("inline pool %s of range %s: %v", ok.Name, ok.Spec.Range, err)
+			}
+		}
+	})
+	t.Run("a token bound to no node writes nothing", func(t *testing.T) {
+		unbound := tokenConfig(t, env, nil)
+		cu := mustClient(t, env, unbound)
+		wantDenied(t, cu.Create(ctx, forgedReservation("10.84.0.13", "node-a", "node-a"), client.DryRunAll), "the netpool agent's token names no node")
+	})
+	t.Run("DEL releases through both agents", func(t *testing.T) {
+		for _, c := range []struct{ id, socket string }{{"ctr-a", na.socket}, {"ctr-b", nb.socket}} {
+			if _, err := sh.call("DEL", c.id, "", netConf("iso", c.socket, extra)); err != nil {
+				t.Fatalf("DEL %s: %v", c.id, err)
+			}
+		}
+		var list ipamv1.OverlappingRangeIPReservationList
+		if err := env.Client.List(ctx, &list); err != nil || len(list.Items) != 0 {
+			t.Fatalf("reservations after DEL: %d, %v", len(list.Items), err)
+		}
+	})
+	t.Run("the controller releases any node's reservation", func(t *testing.T) {
+		ipB = sh.addIP(t, "ctr-b2", netConf("iso", nb.socket, extra))
+		res := reservationOf(t, env, "node-b")
+		cc, err := env.NewClient(env.ServiceAccountKubeconfig(t, "netpool-system", "netpool-controller"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cc.Delete(ctx, res); err != nil {
+			t.Errorf("the controller deleting node-b's reservation of %s: %v", ipB, err)
+		}
+	})
+}
+
+// grantUpdate gives the agent's ServiceAccount update on reservations and slices, which
+// deploy/agent-rbac.yaml never does.
+func grantUpdate(t *testing.T, env *envtest.Env) {
+	t.Helper()
+	ctx := context.Background()
+	role := &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "netpool-agent-update-by-mistake"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{ipamv1.GroupName}, Verbs: []string{"update"},
+			Resources: []string{"overlappingrangeipreservations", "ippoolslices"}}},
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: role.Name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: agentNamespace, Name: agentServiceAccount}},
+	}
+	for _, o := range []client.Object{role, binding} {
+		if err := env.Client.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// podBoundConfig creates Node node and a Pod of the agent's ServiceAccount on it, and returns a
+// REST config with a token bound to that pod, as the kubelet projects one into the agent.
+func podBoundConfig(t *testing.T, env *envtest.Env, node string) *rest.Config {
+	t.Helper()
+	ctx := context.Background()
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}}
+	if err := env.Client.Create(ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "netpool-agent-" + node, Namespace: agentNamespace},
+		Spec: corev1.PodSpec{
+			NodeName: node, ServiceAccountName: agentServiceAccount,
+			Containers: []corev1.Container{{Name: "agent", Image: "netpool-agent"}},
+		},
+	}
+	if err := env.Client.Create(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	return tokenConfig(t, env, &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID})
+}
+
+// tokenConfig requests a token of the agent's ServiceAccount, bound to bound when it is set, and
+// returns a REST config that authenticates with it alone.
+func tokenConfig(t *testing.T, env *envtest.Env, bound *authenticationv1.BoundObjectReference) *rest.Config {
+	t.Helper()
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: agentServiceAccount, Namespace: agentNamespace}}
+	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{BoundObjectRef: bound}}
+	if err := env.Client.SubResource("token").Create(context.Background(), sa, tr); err != nil {
+		t.Fatalf("requesting a token: %v", err)
+	}
+	if tr.Status.Token == "" {
+		t.Fatal("token request returned no token")
+	}
+	cfg := rest.AnonymousClientConfig(env.Config)
+	cfg.BearerToken = tr.Status.Token
+	cfg.QPS, cfg.Burst = kubeclient.DefaultQPS, kubeclient.DefaultBurst
+	return cfg
+}
+
+func mustClient(t *testing.T, env *envtest.Env, cfg *rest.Config) client.Client {
+	t.Helper()
+	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// waitPolicyActive waits until the API server enforces the policy: a new policy takes a moment
+// to be compiled and bound.
+func waitPolicyActive(t *testing.T, c client.Client) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := c.Create(context.Background(), forgedReservation("10.84.0.12", "node-other", "node-other"), client.DryRunAll)
+		if apierrors.IsForbidden(err) && strings.Contains(err.Error(), "netpool-agent-node-restriction") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the admission policy is not enforced after 30s: a forged create got %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func forgedReservation(addr, node, label string) *ipamv1.OverlappingRangeIPReservation {
+	return &ipamv1.OverlappingRangeIPReservation{
+		ObjectMeta: metav1.ObjectMeta{Name: "10.84.0.0-28." + addr, Labels: map[string]string{ipamv1.NodeLabel: label}},
+		Spec: ipamv1.OverlappingRangeIPReservationSpec{Address: addr, Pool: "10.84.0.0-28", ContainerID: "forged",
+			IfName: "net1", Node: node},
+	}
+}
+
+func reservationOf(t *testing.T, env *envtest.Env, node string) *ipamv1.OverlappingRangeIPReservation {
+	t.Helper()
+	var list ipamv1.OverlappingRangeIPReservationList
+	if err := env.Client.List(context.Background(), &list, client.MatchingLabels{ipamv1.NodeLabel: node}); err != nil || len(list.Items) != 1 {
+		t.Fatalf("reservations of %s: %d, %v; want 1", node, len(list.Items), err)
+	}
+	return &list.Items[0]
+}
+
+func sliceOf(t *testing.T, env *envtest.Env, node string) *ipamv1.IPPoolSlice {
+	t.Helper()
+	var list ipamv1.IPPoolSliceList
+	if err := env.Client.List(context.Background(), &list); err != nil {
+		t.Fatal(err)
+	}
+	for i := range list.Items {
+		if list.Items[i].Spec.Node == node {
+			return &list.Items[i]
+		}
+	}
+	t.Fatalf("no slice of %s among %d", node, len(list.Items))
+	return nil
+}
+
+func wantDenied(t *testing.T, err error, msg string) {
+	t.Helper()
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), msg) {
+		t.Errorf("got %v, want Forbidden by the policy with %q", err, msg)
+	}
+}
+
+func discardLog() *slog.Logger { return slog.New(slog.DiscardHandler) }
