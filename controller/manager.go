@@ -98,7 +98,10 @@ func setup(mgr manager.Manager, opts Options) error {
 	recorder := mgr.GetEventRecorder(eventSource)
 	rel := &releaser{client: mgr.GetClient(), recorder: recorder, metrics: m, dryRun: opts.DryRun}
 	reconcilers := []interface{ SetupWithManager(ctrl.Manager) error }{
-		&poolStatusReconciler{Client: mgr.GetClient(), Metrics: m, Interval: opts.PoolStatusInterval},
+		&poolStatusReconciler{
+			Client: mgr.GetClient(), Live: mgr.GetAPIReader(), Recorder: recorder, Metrics: m,
+			Interval: opts.PoolStatusInterval,
+		},
 		&gcReconciler{
 			Client: mgr.GetClient(), Live: mgr.GetAPIReader(), Metrics: m, Release: rel,
 			Grace: opts.GCGrace, SweepInterval: opts.SweepInterval, Workers: opts.GCWorkers,
