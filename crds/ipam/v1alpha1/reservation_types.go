@@ -92,7 +92,7 @@ type OverlappingRangeIPReservationSpec struct {
 // reservations recognise these.
 //
 // +kubebuilder:object:root=true
-// +kubebuilder:resource:path=overlappingrangeipreservations,singular=overlappingrangeipreservation,scope=Cluster,shortName=orir,categories=netpool
+// +kubebuilder:resource:path=overlappingrangeipreservations,singular=overlappingrangeipreservation,scope=Cluster,shortName=npres;orir,categories=netpool
 // +kubebuilder:storageversion
 // +kubebuilder:selectablefield:JSONPath=`.spec.node`
 // +kubebuilder:selectablefield:JSONPath=`.spec.pool`
