@@ -27,3 +27,15 @@ const (
 	actionValidate = "Validate"
 	actionCreate   = "Create"
 )
+
+// Event reasons on IPPools (cluster-scoped, so their Events land in the default namespace).
+const (
+	// EventPoolExhausted (Warning): the pool's last free address was taken; ADDs from it fail with
+	// code 100 until one is released. Recorded once each time the pool turns Exhausted.
+	EventPoolExhausted = "PoolExhausted"
+	// EventPoolDeletionBlocked (Warning): the pool was deleted while reservations name it; it
+	// stays until they are released. Recorded once per deletion.
+	EventPoolDeletionBlocked = "DeletionBlocked"
+)
+
+const actionStatus = "UpdateStatus"

@@ -13,6 +13,7 @@ import (
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -53,9 +54,32 @@ func (f *fixture) cleanup() {
 			f.t.Errorf("cleaning up %T: %v", obj, err)
 		}
 	}
+	releasePools(f.t)
 	for _, obj := range []client.Object{&corev1.Pod{}, &nadv1.NetworkAttachmentDefinition{}} {
 		if err := c.DeleteAllOf(ctx, obj, client.InNamespace(f.ns), client.GracePeriodSeconds(0)); err != nil {
 			f.t.Errorf("cleaning up %T: %v", obj, err)
+		}
+	}
+}
+
+// releasePools removes the controller's finalizer from every pool, so pools deleted after the
+// test's manager stopped go at once and the next test can reuse their names.
+func releasePools(t *testing.T) {
+	ctx := context.Background()
+	var pools ipamv1.IPPoolList
+	if err := direct.List(ctx, &pools); err != nil {
+		t.Errorf("listing pools: %v", err)
+		return
+	}
+	for i := range pools.Items {
+		p := &pools.Items[i]
+		if len(p.Finalizers) == 0 {
+			continue
+		}
+		orig := p.DeepCopy()
+		p.Finalizers = nil
+		if err := direct.Patch(ctx, p, client.MergeFrom(orig)); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("removing the finalizers of pool %s: %v", p.Name, err)
 		}
 	}
 }

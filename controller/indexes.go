@@ -46,6 +46,12 @@ type fieldIndex struct {
 
 // fieldIndexes lists every index the reconcilers use.
 func fieldIndexes() []fieldIndex {
+	return append(baseIndexes(), nadIndexes()...)
+}
+
+// baseIndexes are the indexes of netpool's own kinds and the built-in ones, registered before the
+// manager starts.
+func baseIndexes() []fieldIndex {
 	return []fieldIndex{
 		{&ipamv1.OverlappingRangeIPReservation{}, reservationPodField, reservationPod},
 		{&ipamv1.OverlappingRangeIPReservation{}, reservationNodeField, reservationNode},
@@ -53,13 +59,20 @@ func fieldIndexes() []fieldIndex {
 		{&ipamv1.IPPoolSlice{}, sliceNodeField, sliceNode},
 		{&ipamv1.IPPoolSlice{}, sliceNodePoolField, sliceNodePool},
 		{&ipamv1.IPPool{}, poolNetworkField, poolNetwork},
+	}
+}
+
+// nadIndexes are the indexes of NetworkAttachmentDefinitions, registered once their CRD is served
+// (nadGate): indexing a kind the API server does not serve fails.
+func nadIndexes() []fieldIndex {
+	return []fieldIndex{
 		{&nadv1.NetworkAttachmentDefinition{}, nadPoolField, nadPools},
 	}
 }
 
-// setupIndexes registers every index with the manager's cache.
-func setupIndexes(ctx context.Context, idx indexer) error {
-	for _, f := range fieldIndexes() {
+// setupIndexes registers the indexes with the manager's cache.
+func setupIndexes(ctx context.Context, idx indexer, indexes []fieldIndex) error {
+	for _, f := range indexes {
 		if err := idx.IndexField(ctx, f.obj, f.field, f.extract); err != nil {
 			return fmt.Errorf("failed to index %T by %s: %w", f.obj, f.field, err)
 		}

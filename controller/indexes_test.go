@@ -71,13 +71,13 @@ func (r *recordingIndexer) IndexField(_ context.Context, obj client.Object, fiel
 
 func TestSetupIndexes(t *testing.T) {
 	idx := &recordingIndexer{}
-	if err := setupIndexes(context.Background(), idx); err != nil {
+	if err := setupIndexes(context.Background(), idx, fieldIndexes()); err != nil {
 		t.Fatal(err)
 	}
 	if len(idx.fields) != len(fieldIndexes()) || !slices.Contains(idx.fields, "*v1alpha1.OverlappingRangeIPReservation spec.podRef") {
 		t.Fatalf("registered %q", idx.fields)
 	}
-	err := setupIndexes(context.Background(), &recordingIndexer{fail: poolNetworkField})
+	err := setupIndexes(context.Background(), &recordingIndexer{fail: poolNetworkField}, baseIndexes())
 	if err == nil || err.Error() != "failed to index *v1alpha1.IPPool by spec.networkName: injected failure" {
 		t.Fatalf("error %v", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -92,18 +93,20 @@ func setup(mgr manager.Manager, opts Options) error {
 	if err != nil {
 		return err
 	}
-	if err := setupIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
+	if err := setupIndexes(context.Background(), mgr.GetFieldIndexer(), baseIndexes()); err != nil {
 		return err
 	}
 	recorder := mgr.GetEventRecorder(eventSource)
 	rel := &releaser{client: mgr.GetClient(), recorder: recorder, metrics: m, dryRun: opts.DryRun}
 	reconcilers := []interface{ SetupWithManager(ctrl.Manager) error }{
-		&poolStatusReconciler{Client: mgr.GetClient(), Metrics: m, Interval: opts.PoolStatusInterval},
+		&poolStatusReconciler{
+			Client: mgr.GetClient(), Live: mgr.GetAPIReader(), Recorder: recorder, Metrics: m,
+			Interval: opts.PoolStatusInterval,
+		},
 		&gcReconciler{
 			Client: mgr.GetClient(), Live: mgr.GetAPIReader(), Metrics: m, Release: rel,
 			Grace: opts.GCGrace, SweepInterval: opts.SweepInterval, Workers: opts.GCWorkers,
 		},
-		&nadReconciler{Client: mgr.GetClient(), Recorder: recorder},
 		&nodeReconciler{Client: mgr.GetClient(), Live: mgr.GetAPIReader(), Release: rel, Grace: opts.GCGrace},
 		&sliceReconciler{Client: mgr.GetClient(), Release: rel, Grace: opts.SliceGrace},
 	}
@@ -112,13 +115,46 @@ func setup(mgr manager.Manager, opts Options) error {
 			return fmt.Errorf("failed to set up %T: %w", r, err)
 		}
 	}
+	gate, err := newNADGate(mgr, &nadReconciler{Client: mgr.GetClient(), Recorder: recorder})
+	if err != nil {
+		return err
+	}
+	if err := mgr.Add(gate); err != nil {
+		return fmt.Errorf("failed to add the NAD CRD gate: %w", err)
+	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return fmt.Errorf("failed to add the health check: %w", err)
 	}
 	if err := mgr.AddReadyzCheck("cache", cacheSynced(mgr)); err != nil {
 		return fmt.Errorf("failed to add the readiness check: %w", err)
 	}
+	if err := mgr.AddReadyzCheck("nad-crd", gate.checker()); err != nil {
+		return fmt.Errorf("failed to add the NAD CRD readiness check: %w", err)
+	}
 	return nil
+}
+
+// newNADGate returns the gate that registers the NAD indexes and nad with mgr once the NAD CRD is
+// served.
+func newNADGate(mgr manager.Manager, nad *nadReconciler) (*nadGate, error) {
+	d, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
+	if err != nil {
+		return nil, fmt.Errorf("failed to create the discovery client: %w", err)
+	}
+	var indexed bool
+	setup := func(ctx context.Context) error {
+		if !indexed {
+			if err := setupIndexes(ctx, mgr.GetFieldIndexer(), nadIndexes()); err != nil {
+				return err
+			}
+			indexed = true
+		}
+		if err := nad.SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("failed to set up %T: %w", nad, err)
+		}
+		return nil
+	}
+	return &nadGate{discovery: d, setup: setup, log: mgr.GetLogger().WithName("nad-crd")}, nil
 }
 
 // cacheSynced is ready once the informer cache has synced: before that, a replica that became

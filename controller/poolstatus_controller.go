@@ -3,15 +3,18 @@ package controller
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -24,10 +27,17 @@ import (
 // Exhausted and Invalid conditions and observedGeneration) and its metrics up to date. It reads
 // the reservation count from a tally kept by its own reservation events, so a reconcile costs
 // the same at 10 or 100,000 reservations, and it writes a pool's status at most once per
-// Interval, so a burst of allocations costs a few writes, not one per allocation.
+// Interval, so a burst of allocations costs a few writes, not one per allocation. It also owns the
+// pool's finalizer (poolstatus_deletion.go), so that one writer sets all of a pool's conditions,
+// and it records a Warning Event when a pool turns Exhausted or its deletion starts to wait.
 type poolStatusReconciler struct {
 	// Client reads from the cache and writes to the API server.
 	Client client.Client
+	// Live reads from the API server: whether a deleted pool still holds reservations. Client
+	// when nil.
+	Live client.Reader
+	// Recorder records the Events on pools; none are recorded when nil.
+	Recorder events.EventRecorder
 	// Metrics receives each pool's counts.
 	Metrics *Metrics
 	// Interval is the shortest time between two status writes of one pool.
@@ -44,7 +54,8 @@ type poolStatusReconciler struct {
 }
 
 // SetupWithManager registers the reconciler: pools (a spec change also re-judges the other pools
-// of the network, whose overlaps may change) and reservations, counted as they come and go.
+// of the network, whose overlaps may change; a deletion or a finalizer change queues the pool
+// itself) and reservations, counted as they come and go.
 func (r *poolStatusReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Client == nil || r.Metrics == nil {
 		return fmt.Errorf("pool status reconciler: Client and Metrics are required")
@@ -54,15 +65,20 @@ func (r *poolStatusReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("ippool-status").
 		Watches(&ipamv1.IPPool{}, handler.EnqueueRequestsFromMapFunc(r.poolsOfNetwork),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&ipamv1.IPPool{}, &handler.EnqueueRequestForObject{},
+			builder.WithPredicates(predicate.Funcs{UpdateFunc: deletionOrFinalizersChanged})).
 		WatchesRawSource(source.Kind(mgr.GetCache(), client.Object(&ipamv1.OverlappingRangeIPReservation{}), r.tally.handler())).
 		Complete(r)
 }
 
-// +kubebuilder:rbac:groups=ipam.netpool.io,resources=ippools,verbs=get;list;watch
+// +kubebuilder:rbac:groups=ipam.netpool.io,resources=ippools,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=ipam.netpool.io,resources=ippools/status,verbs=patch
+// +kubebuilder:rbac:groups=ipam.netpool.io,resources=ippools/finalizers,verbs=update
 // +kubebuilder:rbac:groups=ipam.netpool.io,resources=overlappingrangeipreservations,verbs=get;list;watch
+// +kubebuilder:rbac:groups=ipam.netpool.io,resources=ippoolslices,verbs=list;delete
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// Reconcile computes one pool's status and writes it when it changed.
+// Reconcile keeps the pool's finalizer, computes its status and writes it when it changed.
 func (r *poolStatusReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	pool := &ipamv1.IPPool{}
 	if err := r.Client.Get(ctx, req.NamespacedName, pool); err != nil {
@@ -72,6 +88,19 @@ func (r *poolStatusReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, fmt.Errorf("failed to get IPPool %s: %w", req.Name, err)
+	}
+	del, err := r.reconcileDeletion(ctx, pool)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if del.done {
+		r.Metrics.forgetPool(req.Name)
+		r.forget(req.Name)
+		return ctrl.Result{}, nil
+	}
+	var res ctrl.Result
+	if del.blocked {
+		res.RequeueAfter = deletionRecheck
 	}
 	var peers ipamv1.IPPoolList
 	if err := r.Client.List(ctx, &peers, client.MatchingFields{poolNetworkField: pool.Spec.NetworkName}); err != nil {
@@ -85,8 +114,11 @@ func (r *poolStatusReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	}
 	updated := pool.DeepCopy()
 	applyVerdict(updated, v)
+	if del.blocked {
+		setDeletionBlocked(updated, v.allocated)
+	}
 	if equality.Semantic.DeepEqual(pool.Status, updated.Status) {
-		return ctrl.Result{}, nil
+		return res, nil
 	}
 	if wait := r.untilNextWrite(pool.Name); wait > 0 {
 		return ctrl.Result{RequeueAfter: wait}, nil
@@ -98,7 +130,18 @@ func (r *poolStatusReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		return ctrl.Result{}, fmt.Errorf("failed to update the status of IPPool %s: %w", pool.Name, err)
 	}
 	r.wrote(pool.Name)
-	return ctrl.Result{}, nil
+	recordTransitions(r.Recorder, pool, updated)
+	return res, nil
+}
+
+// deletionOrFinalizersChanged passes the pool updates that the generation predicate hides from
+// the deletion phase: the deletion mark and a change of finalizers.
+func deletionOrFinalizersChanged(e event.UpdateEvent) bool {
+	if e.ObjectOld == nil || e.ObjectNew == nil {
+		return false
+	}
+	return e.ObjectOld.GetDeletionTimestamp().IsZero() != e.ObjectNew.GetDeletionTimestamp().IsZero() ||
+		!slices.Equal(e.ObjectOld.GetFinalizers(), e.ObjectNew.GetFinalizers())
 }
 
 // poolsOfNetwork maps a pool event to that pool and every other pool of its network.

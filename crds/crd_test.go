@@ -41,7 +41,7 @@ func TestCRDs(t *testing.T) {
 		columns    []column
 	}{
 		{
-			file: "ipam.netpool.io_ippools.yaml", kind: "IPPool", shortNames: []string{"ipp"}, status: true,
+			file: "ipam.netpool.io_ippools.yaml", kind: "IPPool", shortNames: []string{"nppool", "ipp"}, status: true,
 			columns: []column{
 				{"Range", ".spec.range", "string", 0},
 				{"Capacity", ".status.capacity", "string", 0},
@@ -53,7 +53,7 @@ func TestCRDs(t *testing.T) {
 			},
 		},
 		{
-			file: "ipam.netpool.io_overlappingrangeipreservations.yaml", kind: "OverlappingRangeIPReservation", shortNames: []string{"orir"},
+			file: "ipam.netpool.io_overlappingrangeipreservations.yaml", kind: "OverlappingRangeIPReservation", shortNames: []string{"npres", "orir"},
 			columns: []column{
 				{"Address", ".spec.address", "string", 0},
 				{"Pool", ".spec.pool", "string", 0},
@@ -65,7 +65,7 @@ func TestCRDs(t *testing.T) {
 			},
 		},
 		{
-			file: "ipam.netpool.io_ippoolslices.yaml", kind: "IPPoolSlice",
+			file: "ipam.netpool.io_ippoolslices.yaml", kind: "IPPoolSlice", shortNames: []string{"npslice"},
 			columns: []column{
 				{"Pool", ".spec.pool", "string", 0},
 				{"Range", ".spec.range", "string", 0},

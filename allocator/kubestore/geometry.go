@@ -34,11 +34,20 @@ func newGeometry(subnet netip.Prefix, sliceSize int32) (geometry, error) {
 	return g, nil
 }
 
+// minSliceAddrBits is the smallest default block: 16 addresses. A block costs an IPPoolSlice Create
+// and its watch event on every node; below 16 addresses that costs more than the contention it
+// saves (a /28 pool would be 13 one-address slices, one Create per ADD).
+const minSliceAddrBits = 4
+
 // defaultSliceBits chooses blocks of 64 addresses, or a sixteenth of the range when that is
-// smaller, so that even a small pool has blocks for several nodes; never more than 2^63 blocks.
+// smaller, so that a mid-sized pool still has blocks for several nodes; but never fewer than 16
+// addresses a block, so that a range of 16 addresses or fewer is one block (nodes that find it
+// claimed borrow from it, which costs a list of at most that many reservations); and never more
+// than 2^63 blocks.
 func defaultSliceBits(subnet netip.Prefix) int {
 	bitLen := subnet.Addr().BitLen()
-	b := min(max(bitLen-6, subnet.Bits()+4), bitLen)
+	b := max(bitLen-6, subnet.Bits()+4)
+	b = max(min(b, bitLen-minSliceAddrBits), subnet.Bits())
 	return min(b, subnet.Bits()+maxSliceIndexBits)
 }
 

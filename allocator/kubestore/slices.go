@@ -349,8 +349,10 @@ func (t *txn) borrow(ctx context.Context, u *poolUse, p allocator.Pool, al *allo
 		}
 		st.foreign[name] = true
 	}
-	return fmt.Errorf("%w: no free address in pool %s (window %s-%s, capacity %s): every address is reserved",
-		allocator.ErrPoolExhausted, st.name, p.Range.Start, p.Range.End, capacityText(p.Range))
+	// The message names the IPPool object and how to read it: the pool's status and Events say who
+	// holds what, and a NAD author may not know which pool an inline range became.
+	return fmt.Errorf("%w: no free address in IPPool %s (window %s-%s, capacity %s): every address is reserved; see kubectl describe ippools.ipam.netpool.io %s",
+		allocator.ErrPoolExhausted, st.name, p.Range.Start, p.Range.End, capacityText(p.Range), st.name)
 }
 
 // scopeAddrs lists, live and page by page, the addresses held in u's scope inside the pool's range:

@@ -455,7 +455,7 @@ func TestStore(t *testing.T) {
 		if len(held) != 14 || len(exhausted) != 6 {
 			t.Fatalf("%d ADDs succeeded and %d found the pool exhausted, want 14 and 6", len(held), len(exhausted))
 		}
-		want := "pool exhausted: no free address in pool 10.42.0.0-28 (window 10.42.0.1-10.42.0.14, capacity 14): every address is reserved"
+		want := "pool exhausted: no free address in IPPool 10.42.0.0-28 (window 10.42.0.1-10.42.0.14, capacity 14): every address is reserved; see kubectl describe ippools.ipam.netpool.io 10.42.0.0-28"
 		if exhausted[0].Error() != want {
 			t.Errorf("error = %q, want %q", exhausted[0], want)
 		}

@@ -134,7 +134,7 @@ func TestAgent(t *testing.T) {
 			t.Fatalf("%d ADDs succeeded and %d got code 100, want 14 and 6", len(ok), full)
 		}
 		_, err := sh.call("ADD", "late", "", netConf("net1", na.socket, extra))
-		wantCode(t, err, ipamplugin.CodePoolExhausted, "no free address in pool 10.71.0.0-28 (window 10.71.0.1-10.71.0.14, capacity 14)")
+		wantCode(t, err, ipamplugin.CodePoolExhausted, "no free address in IPPool 10.71.0.0-28 (window 10.71.0.1-10.71.0.14, capacity 14)")
 		_, err = sh.call("STATUS", "", "", netConf("net1", nb.socket, extra))
 		wantCode(t, err, types.ErrPluginNotAvailable, "plugin not available: pool exhausted")
 	})

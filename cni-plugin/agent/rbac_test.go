@@ -60,8 +60,22 @@ func TestAgentRBAC(t *testing.T) {
 	sh := newShim()
 
 	t.Run("the agent does its job", func(t *testing.T) {
-		// A /29 without gateway: 6 addresses, and blocks of one address each (a sixteenth of the
-		// subnet, rounded up to one address), so every ADD claims a block.
+		// The agent creates an inline range's pool.
+		if _, err := sh.call("ADD", "node-a-create", "", netConf("rbac", na.socket, `,"range":"10.82.1.0/29"`)); err != nil {
+			t.Fatalf("ADD from a new inline range: %v", err)
+		}
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: "10.82.1.0-29"}, &ipamv1.IPPool{}); err != nil {
+			t.Fatalf("the inline pool was not created: %v", err)
+		}
+		if _, err := sh.call("DEL", "node-a-create", "", netConf("rbac", na.socket, `,"range":"10.82.1.0/29"`)); err != nil {
+			t.Fatalf("DEL = %v", err)
+		}
+		// A /29 without gateway: 6 addresses. Its pool, made first with blocks of one address each
+		// (a default block holds at least 16), makes every ADD claim a block.
+		sliced := &ipamv1.IPPool{ObjectMeta: metav1.ObjectMeta{Name: "10.82.0.0-29"}, Spec: ipamv1.IPPoolSpec{Range: "10.82.0.0/29", SliceSize: 32}}
+		if err := env.Client.Create(ctx, sliced); err != nil {
+			t.Fatal(err)
+		}
 		extra := `,"range":"10.82.0.0/29"`
 		conf := func(n *running) []byte { return netConf("rbac", n.socket, extra) }
 		held := map[string]string{}
@@ -79,10 +93,7 @@ func TestAgentRBAC(t *testing.T) {
 				held[ip] = id
 			}
 		}
-		var pool ipamv1.IPPool
-		if err := env.Client.Get(ctx, client.ObjectKey{Name: "10.82.0.0-29"}, &pool); err != nil {
-			t.Fatalf("the inline pool was not created: %v", err)
-		}
+		pool := *sliced
 		if got := slicesOf(t, env, pool.Name); got["node-a"] != 3 || got["node-b"] != 3 {
 			t.Errorf("slices by node = %v, want 3 each", got)
 		}

@@ -180,7 +180,7 @@ type IPPoolStatus struct {
 // of allocations.
 //
 // +kubebuilder:object:root=true
-// +kubebuilder:resource:path=ippools,singular=ippool,scope=Cluster,shortName=ipp,categories=netpool
+// +kubebuilder:resource:path=ippools,singular=ippool,scope=Cluster,shortName=nppool;ipp,categories=netpool
 // +kubebuilder:subresource:status
 // +kubebuilder:storageversion
 // +kubebuilder:printcolumn:name="Range",type=string,JSONPath=`.spec.range`,description="The CIDR addresses are handed out from"

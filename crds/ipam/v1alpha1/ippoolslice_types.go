@@ -44,7 +44,7 @@ type IPPoolSliceSpec struct {
 // stale or lost slice can cost a retry but never a duplicate.
 //
 // +kubebuilder:object:root=true
-// +kubebuilder:resource:path=ippoolslices,singular=ippoolslice,scope=Cluster,categories=netpool
+// +kubebuilder:resource:path=ippoolslices,singular=ippoolslice,scope=Cluster,shortName=npslice,categories=netpool
 // +kubebuilder:storageversion
 // +kubebuilder:selectablefield:JSONPath=`.spec.pool`
 // +kubebuilder:selectablefield:JSONPath=`.spec.node`

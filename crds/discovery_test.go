@@ -1,0 +1,149 @@
+package crds_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/restmapper"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/netpool/netpool/test/envtest"
+)
+
+// whereabouts is the module whose CRDs share netpool's plural names (ippools,
+// overlappingrangeipreservations): a cluster migrating from whereabouts has both.
+const whereabouts = "github.com/k8snetworkplumbingwg/whereabouts@v0.9.2"
+
+// TestKubectlNamesAreUnambiguousNextToWhereabouts installs whereabouts' IPPool and
+// OverlappingRangeIPReservation CRDs next to netpool's and resolves names as kubectl does (the
+// discovery REST mapper with its short-name and category expanders): the plural `ippools` matches
+// both groups, so kubectl picks one by group priority, while the `netpool` category and netpool's
+// short names resolve to netpool's kinds alone.
+func TestKubectlNamesAreUnambiguousNextToWhereabouts(t *testing.T) {
+	env := envtest.Start(t)
+	for _, file := range []string{"whereabouts.cni.cncf.io_ippools.yaml", "whereabouts.cni.cncf.io_overlappingrangeipreservations.yaml"} {
+		installCRD(t, env.Client, filepath.Join(moduleDir(t, whereabouts), "doc", "crds", file))
+	}
+	disc, err := discovery.NewDiscoveryClientForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cached := memory.NewMemCacheClient(disc)
+	mapper := restmapper.NewShortcutExpander(restmapper.NewDeferredDiscoveryRESTMapper(cached), cached, func(w string) { t.Log(w) })
+
+	// The ambiguity is real: the plural alone names two kinds.
+	matches, err := mapper.ResourcesFor(schema.GroupVersionResource{Resource: "ippools"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if groups := groupsOf(matches); !slices.Equal(groups, []string{"ipam.netpool.io", "whereabouts.cni.cncf.io"}) {
+		t.Fatalf("`ippools` matches groups %q, want netpool's and whereabouts'", groups)
+	}
+
+	for name, want := range map[string]string{
+		"nppool":                  "IPPool",
+		"ipp":                     "IPPool",
+		"npres":                   "OverlappingRangeIPReservation",
+		"orir":                    "OverlappingRangeIPReservation",
+		"npslice":                 "IPPoolSlice",
+		"ippools.ipam.netpool.io": "IPPool",
+	} {
+		gr := schema.ParseGroupResource(name)
+		kinds, err := mapper.KindsFor(schema.GroupVersionResource{Group: gr.Group, Resource: gr.Resource})
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		if len(kinds) != 1 || kinds[0].Group != "ipam.netpool.io" || kinds[0].Kind != want {
+			t.Errorf("`kubectl get %s` resolves to %v, want only ipam.netpool.io %s", name, kinds, want)
+		}
+	}
+
+	categories := restmapper.NewDiscoveryCategoryExpander(cached)
+	got, ok := categories.Expand("netpool")
+	if !ok {
+		t.Fatal("no netpool category")
+	}
+	var names []string
+	for _, gr := range got {
+		names = append(names, gr.String())
+	}
+	slices.Sort(names)
+	want := []string{"ippools.ipam.netpool.io", "ippoolslices.ipam.netpool.io", "overlappingrangeipreservations.ipam.netpool.io"}
+	if !slices.Equal(names, want) {
+		t.Fatalf("`kubectl get netpool` lists %q, want %q", names, want)
+	}
+}
+
+func groupsOf(gvrs []schema.GroupVersionResource) []string {
+	var groups []string
+	for _, g := range gvrs {
+		groups = append(groups, g.Group)
+	}
+	slices.Sort(groups)
+	return slices.Compact(groups)
+}
+
+// moduleDir downloads module (path@version) into the module cache through the Go module proxy and
+// returns its directory. Nothing of it is committed: the test reads the files where the cache keeps
+// them.
+func moduleDir(t *testing.T, module string) string {
+	t.Helper()
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the go command is needed to download %s: %v", module, err)
+	}
+	cmd := exec.Command(gobin, "mod", "download", "-json", module)
+	cmd.Dir = t.TempDir() // outside this module: its go.mod and vendoring play no part
+	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=")
+	out, err := cmd.Output()
+	var info struct{ Dir, Error string }
+	if jerr := json.Unmarshal(out, &info); jerr != nil || err != nil || info.Dir == "" {
+		t.Fatalf("go mod download %s: %v %v %s %s", module, err, jerr, info.Error, out)
+	}
+	return info.Dir
+}
+
+// installCRD creates the CRD in file and waits until it is established.
+func installCRD(t *testing.T, c client.Client, file string) {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := yaml.Unmarshal(data, crd); err != nil {
+		t.Fatalf("decoding %s: %v", file, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := c.Create(ctx, crd); err != nil {
+		t.Fatalf("creating %s: %v", crd.Name, err)
+	}
+	err = wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(crd), crd); err != nil {
+			return false, err
+		}
+		for _, cond := range crd.Status.Conditions {
+			if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("waiting for %s to be established: %v", crd.Name, err)
+	}
+}
