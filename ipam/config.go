@@ -207,6 +207,9 @@ func Load(stdin []byte, cniArgs string, readFlat FlatReader) (*Config, error) {
 		LogFile:     w.LogFile,
 		LogLevel:    w.LogLevel,
 	}
+	if len(c.NetworkName) > MaxNetworkNameLen {
+		return nil, configErr("network_name", c.NetworkName[:32]+"...", "longer than %d bytes", MaxNetworkNameLen)
+	}
 	if err := c.setStore(&w); err != nil {
 		return nil, err
 	}
@@ -266,6 +269,9 @@ func (c *Config) setStore(w *wireIPAM) error {
 		if err != nil || d <= 0 {
 			return configErr("bbolt.lock_timeout", w.Bbolt.LockTimeout, "want a positive duration such as 5s")
 		}
+		if d < MinLockTimeout || d > MaxLockTimeout {
+			return configErr("bbolt.lock_timeout", w.Bbolt.LockTimeout, "want a duration from %v to %v", MinLockTimeout, MaxLockTimeout)
+		}
 		c.LockTimeout = d
 	}
 	return nil
@@ -296,17 +302,18 @@ func (c *Config) setRanges(w *wireIPAM) error {
 	if len(specs) == 0 {
 		return configErr("range", "", "no range: set range or ipRanges")
 	}
+	if len(specs) > MaxRanges {
+		return configErr("ipRanges", fmt.Sprintf("%d ranges", len(specs)), "at most %d ranges (range and ipRanges together): ADD takes one address from each", MaxRanges)
+	}
 	for i, s := range specs {
 		r, err := ParseRange(fields[i], s, gateway)
 		if err != nil {
 			return err
 		}
-		for j, prev := range c.Ranges {
-			if prev.Subnet.Overlaps(r.Subnet) {
-				return configErr(fields[i]+".range", s.Range, "overlaps %s (%s): one ADD would take two addresses from one subnet", fields[j], prev.Subnet)
-			}
-		}
 		c.Ranges = append(c.Ranges, r)
+	}
+	if j, i, overlap := firstOverlap(c.Ranges); overlap {
+		return configErr(fields[i]+".range", specs[i].Range, "overlaps %s (%s): one ADD would take two addresses from one subnet", fields[j], c.Ranges[j].Subnet)
 	}
 	if gateway.IsValid() && !slices.ContainsFunc(c.Ranges, func(r Range) bool { return r.Gateway == gateway }) {
 		return configErr("gateway", w.Gateway, "is not inside any range (%s)", c.rangeList())

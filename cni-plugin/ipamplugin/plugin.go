@@ -186,24 +186,18 @@ func prevResultAddrs(stdin []byte) ([]netip.Addr, error) {
 	return out, nil
 }
 
-// gcConf holds the GC arguments; libcni sends both the spec's key and the older misspelt one.
-type gcConf struct {
-	ValidAttachments  []types.GCAttachment `json:"cni.dev/valid-attachments"`
-	LegacyAttachments []types.GCAttachment `json:"cni.dev/attachments"`
-}
-
 func (p *Plugin) gc(args *skel.CmdArgs, cfg *ipam.Config) error {
-	var g gcConf
-	if err := json.Unmarshal(args.StdinData, &g); err != nil {
-		return fmt.Errorf("%w: failed to parse GC arguments: %w", ipam.ErrInvalidConfig, err)
+	attachments, err := gcAttachments(args.StdinData)
+	if err != nil {
+		return err
 	}
 	s, err := p.open(cfg)
 	if err != nil {
 		return err
 	}
 	defer s.close()
-	valid := make([]allocator.Owner, 0, len(g.ValidAttachments)+len(g.LegacyAttachments))
-	for _, a := range append(g.ValidAttachments, g.LegacyAttachments...) {
+	valid := make([]allocator.Owner, 0, len(attachments))
+	for _, a := range attachments {
 		valid = append(valid, allocator.Owner{ContainerID: a.ContainerID, IfName: a.IfName})
 	}
 	released, err := s.alloc.GC(s.ctx, s.cfg, valid)
