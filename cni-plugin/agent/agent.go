@@ -58,6 +58,10 @@ type Options struct {
 	Log *slog.Logger
 	// Stderr is where calls without a log_file log; os.Stderr when nil.
 	Stderr io.Writer
+	// ConfigDirs confine configuration_path, LogDir confines log_file; DefaultConfigDirs and
+	// DefaultLogDir when empty.
+	ConfigDirs []string
+	LogDir     string
 }
 
 // NodeName returns the node identity: the NODENAME environment variable when set, else configured.
@@ -142,6 +146,12 @@ func New(cfg *rest.Config, opts Options) (*Agent, error) {
 	if opts.Stderr == nil {
 		opts.Stderr = os.Stderr
 	}
+	if len(opts.ConfigDirs) == 0 {
+		opts.ConfigDirs = DefaultConfigDirs
+	}
+	if opts.LogDir == "" {
+		opts.LogDir = DefaultLogDir
+	}
 	// Calls run concurrently and each logs through its own handler: one lock per write keeps
 	// their lines whole, whatever the writer.
 	opts.Stderr = &lockedWriter{w: opts.Stderr}
@@ -200,7 +210,7 @@ func (a *Agent) Run(ctx context.Context) error {
 func (a *Agent) Handle(_ context.Context, req *agentproto.Request) *agentproto.Response {
 	start := time.Now()
 	var out bytes.Buffer
-	p := &ipamplugin.Plugin{ReadFile: os.ReadFile, OpenStore: a.openStore, Stdout: &out, Stderr: a.opts.Stderr}
+	p := &ipamplugin.Plugin{ReadFile: a.readConfig, OpenLog: a.openLog, OpenStore: a.openStore, Stdout: &out, Stderr: a.opts.Stderr}
 	f := p.Funcs()
 	verbs := map[string]func(*skel.CmdArgs) error{
 		agentproto.VerbAdd: f.Add, agentproto.VerbDel: f.Del, agentproto.VerbCheck: f.Check,

@@ -27,8 +27,10 @@ var SupportedVersions = version.PluginSupports("0.3.0", "0.3.1", "0.4.0", "1.0.0
 
 // Plugin holds the plugin's dependencies on its environment, so tests can run the verbs in-process.
 type Plugin struct {
-	// ReadFile reads the global flat config file; os.ReadFile in the binary.
+	// ReadFile reads the global flat config file; ReadConfigFile in the binary.
 	ReadFile ipam.FlatReader
+	// OpenLog opens log_file for appending; nil means OpenLogFile (regular files only).
+	OpenLog func(path string) (io.WriteCloser, error)
 	// OpenStore opens the store a config selects.
 	OpenStore func(*ipam.Config) (allocator.Store, error)
 	// Stdout receives the result; Stderr receives logs when the config names no log_file.
@@ -41,7 +43,7 @@ type Plugin struct {
 
 // New returns the Plugin as the binary runs it.
 func New() *Plugin {
-	return &Plugin{ReadFile: os.ReadFile, OpenStore: OpenStore, Stdout: os.Stdout, Stderr: os.Stderr, Forward: agentproto.Call}
+	return &Plugin{ReadFile: ReadConfigFile, OpenStore: OpenStore, Stdout: os.Stdout, Stderr: os.Stderr, Forward: agentproto.Call}
 }
 
 // OpenStore opens the datastore a config selects.
