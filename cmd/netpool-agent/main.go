@@ -26,6 +26,7 @@ func main() {
 	flag.Float64Var(&f.QPS, "qps", agent.DefaultQPS, "API client queries per second")
 	flag.IntVar(&f.Burst, "burst", agent.DefaultBurst, "API client burst")
 	flag.DurationVar(&f.APITimeout, "api-timeout", kubestore.DefaultAPITimeout, "how long one CNI call retries while the API server does not answer, before failing with CNI error 11")
+	flag.DurationVar(&f.CallTimeout, "call-timeout", agent.DefaultCallTimeout, "how long one CNI call may take, whatever lock_timeout its NAD sets; past it the call fails with CNI error 11")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

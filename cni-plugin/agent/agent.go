@@ -37,6 +37,10 @@ const (
 	// attachments can need at once; the API server's own priority and fairness still applies.
 	DefaultQPS   = 500
 	DefaultBurst = 1000
+	// DefaultCallTimeout bounds each forwarded call, whatever lock_timeout its NAD sets: the API
+	// work's own bound (kubestore.DefaultAPITimeout) plus the rollback. The plugin waits at least
+	// 2*lock_timeout+5s (25 s with the default), so the agent's answer, code 11, comes first.
+	DefaultCallTimeout = 15 * time.Second
 	// shutdownTimeout bounds the metrics server's graceful stop.
 	shutdownTimeout = 5 * time.Second
 )
@@ -58,6 +62,8 @@ type Options struct {
 	Log *slog.Logger
 	// Stderr is where calls without a log_file log; os.Stderr when nil.
 	Stderr io.Writer
+	// CallTimeout bounds each forwarded call; DefaultCallTimeout when 0.
+	CallTimeout time.Duration
 	// ConfigDirs confine configuration_path, LogDir confines log_file; DefaultConfigDirs and
 	// DefaultLogDir when empty.
 	ConfigDirs []string
@@ -103,6 +109,7 @@ type Flags struct {
 	QPS                float64
 	Burst              int
 	APITimeout         time.Duration
+	CallTimeout        time.Duration
 }
 
 // Main runs the agent that f describes until ctx ends: the node name (NODENAME from getenv wins
@@ -119,7 +126,7 @@ func Main(ctx context.Context, f Flags, getenv func(string) string, log *slog.Lo
 		return err
 	}
 	a, err := New(cfg, Options{NodeName: node, Socket: f.Socket, MetricsBindAddress: f.MetricsBindAddress,
-		APITimeout: f.APITimeout, Log: log})
+		APITimeout: f.APITimeout, CallTimeout: f.CallTimeout, Log: log})
 	if err != nil {
 		return err
 	}
@@ -145,6 +152,9 @@ func New(cfg *rest.Config, opts Options) (*Agent, error) {
 	}
 	if opts.Stderr == nil {
 		opts.Stderr = os.Stderr
+	}
+	if opts.CallTimeout <= 0 {
+		opts.CallTimeout = DefaultCallTimeout
 	}
 	if len(opts.ConfigDirs) == 0 {
 		opts.ConfigDirs = DefaultConfigDirs
@@ -207,10 +217,12 @@ func (a *Agent) Run(ctx context.Context) error {
 }
 
 // Handle runs one forwarded call through the plugin's verbs over the shared store.
-func (a *Agent) Handle(_ context.Context, req *agentproto.Request) *agentproto.Response {
+func (a *Agent) Handle(ctx context.Context, req *agentproto.Request) *agentproto.Response {
 	start := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, a.opts.CallTimeout)
+	defer cancel()
 	var out bytes.Buffer
-	p := &ipamplugin.Plugin{ReadFile: a.readConfig, OpenLog: a.openLog, OpenStore: a.openStore, Stdout: &out, Stderr: a.opts.Stderr}
+	p := &ipamplugin.Plugin{Context: ctx, ReadFile: a.readConfig, OpenLog: a.openLog, OpenStore: a.openStore, Stdout: &out, Stderr: a.opts.Stderr}
 	f := p.Funcs()
 	verbs := map[string]func(*skel.CmdArgs) error{
 		agentproto.VerbAdd: f.Add, agentproto.VerbDel: f.Del, agentproto.VerbCheck: f.Check,

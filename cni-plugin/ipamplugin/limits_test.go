@@ -3,13 +3,17 @@ package ipamplugin
 import (
 	"bytes"
 	"context"
+	"io/fs"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/containernetworking/cni/pkg/skel"
 	"github.com/containernetworking/cni/pkg/types"
 
+	"github.com/netpool/netpool/allocator"
 	"github.com/netpool/netpool/cni-plugin/agentproto"
+	"github.com/netpool/netpool/ipam"
 )
 
 // TestErrorCodesOfBoundedInput covers inputs that used to come back as 999 ("a bug") or as 11 for
@@ -81,5 +85,38 @@ func TestForwardRejectsOversizedConfig(t *testing.T) {
 	small := kubeConf("/run/netpool/agent.sock", "")
 	if err := f.Add(&skel.CmdArgs{ContainerID: "c1", IfName: "net1", StdinData: small}); err != nil || sent != 1 {
 		t.Errorf("a small config: err %v, forwarded %d times", err, sent)
+	}
+}
+
+// waitingStore is a store whose calls wait until their context ends, as a store behind an API
+// server that does not answer would.
+type waitingStore struct{}
+
+func (waitingStore) Update(ctx context.Context, _ func(allocator.Txn) error) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+func (waitingStore) View(ctx context.Context, _ func(allocator.Txn) error) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+func (waitingStore) Close() error { return nil }
+
+// TestCallerDeadlineBoundsTheCall: the caller's context (the agent's per-call deadline) bounds the
+// work even when the NAD's lock_timeout is the maximum, and running out is code 11.
+func TestCallerDeadlineBoundsTheCall(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	p := &Plugin{
+		Context: ctx, ReadFile: func(string) ([]byte, error) { return nil, fs.ErrNotExist },
+		OpenStore: func(*ipam.Config) (allocator.Store, error) { return waitingStore{}, nil },
+		Stdout:    &bytes.Buffer{}, Stderr: &bytes.Buffer{},
+	}
+	stdin := []byte(`{"cniVersion":"1.1.0","name":"net1","ipam":{"type":"netpool","range":"10.5.0.0/24","bbolt":{"lock_timeout":"5m"}}}`)
+	start := time.Now()
+	err := p.Funcs().Add(&skel.CmdArgs{ContainerID: "c1", IfName: "eth0", StdinData: stdin})
+	wantCode(t, err, types.ErrTryAgainLater, "deadline exceeded")
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("the call took %v despite a 100ms deadline", d)
 	}
 }

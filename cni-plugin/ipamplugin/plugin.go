@@ -36,6 +36,9 @@ type Plugin struct {
 	// Stdout receives the result; Stderr receives logs when the config names no log_file.
 	Stdout io.Writer
 	Stderr io.Writer
+	// Context bounds every call's work together with lock_timeout; nil means no bound beyond it.
+	// The node agent sets its per-call deadline here, so a NAD's lock_timeout cannot hold it longer.
+	Context context.Context
 	// Forward sends a datastore kubernetes call to the node agent (agentproto.Call in the binary).
 	// nil serves every call here through OpenStore, as the agent itself does.
 	Forward func(ctx context.Context, socket string, req *agentproto.Request) (*agentproto.Response, error)
@@ -87,7 +90,11 @@ func (p *Plugin) open(cfg *ipam.Config) (*session, error) {
 	}
 	// The lock wait is bounded by Open; the context bounds the work after it, so the runtime never
 	// waits on netpool for longer than the lock timeout twice over.
-	ctx, cancel := context.WithTimeout(context.Background(), cfg.LockTimeout)
+	parent := p.Context
+	if parent == nil {
+		parent = context.Background()
+	}
+	ctx, cancel := context.WithTimeout(parent, cfg.LockTimeout)
 	return &session{
 		cfg: cfg, log: log, alloc: allocator.New(store), ctx: ctx,
 		close: func() {
