@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -267,4 +268,40 @@ func TestEmptyFileAndLeftoverAreReplaced(t *testing.T) {
 
 func loadConfig(ipamJSON string) (*ipam.Config, error) {
 	return ipam.Load([]byte(`{"cniVersion":"1.1.0","name":"net1","ipam":`+ipamJSON+`}`), "", nil)
+}
+
+// TestBackwardRunCannotLoopTheSearch: a damaged "used" bucket whose run ends before it starts,
+// next to a run that reaches back over it, must not send the free search round for ever.
+func TestBackwardRunCannotLoopTheSearch(t *testing.T) {
+	s, _ := mustOpen(t)
+	c := mustConfig(t, `{"range":"10.0.0.0/24"}`)
+	p := allocator.Pools(c)[0]
+	a := func(s string) netip.Addr { return netip.MustParseAddr(s) }
+	err := s.Update(context.Background(), func(tx allocator.Txn) error {
+		// Make the pool's buckets, then damage its runs: .10-.19, and .20 "ending" at .15.
+		if _, err := tx.HasFree(p); err != nil {
+			return err
+		}
+		used := tx.(*txn).tx.Bucket(bucketPools).Bucket([]byte(p.Key)).Bucket(bucketUsed)
+		if err := used.Put(key(a("10.0.0.1")), key(a("10.0.0.19"))); err != nil {
+			return err
+		}
+		return used.Put(key(a("10.0.0.20")), key(a("10.0.0.15")))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := allocator.New(s).Add(context.Background(), c, owner(1))
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("ADD on damaged runs: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("ADD on damaged runs loops")
+	}
 }
