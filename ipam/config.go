@@ -181,16 +181,13 @@ func Load(stdin []byte, cniArgs string, readFlat FlatReader) (*Config, error) {
 	}
 
 	var w wireIPAM
-	flat, err := readFlatConfig(inline.ConfigurationPath, readFlat)
+	flatFrom, flat, err := readFlatConfig(inline.ConfigurationPath, readFlat)
 	if err != nil {
 		return nil, err
 	}
 	if flat != nil {
-		if err := checkFields(flat); err != nil {
-			return nil, err
-		}
-		if err := json.Unmarshal(flat, &w); err != nil {
-			return nil, configErr("configuration_path", inline.ConfigurationPath, "%v", err)
+		if err := decodeFlat(flat, &w); err != nil {
+			return nil, configErr("configuration_path", flatFrom, "%s", err)
 		}
 	}
 	// Decoding the inline section over the flat one overwrites exactly the fields it sets.
@@ -209,6 +206,9 @@ func Load(stdin []byte, cniArgs string, readFlat FlatReader) (*Config, error) {
 		Pool:        w.Pool,
 		LogFile:     w.LogFile,
 		LogLevel:    w.LogLevel,
+	}
+	if len(c.NetworkName) > MaxNetworkNameLen {
+		return nil, configErr("network_name", c.NetworkName[:32]+"...", "longer than %d bytes", MaxNetworkNameLen)
 	}
 	if err := c.setStore(&w); err != nil {
 		return nil, err
@@ -269,6 +269,9 @@ func (c *Config) setStore(w *wireIPAM) error {
 		if err != nil || d <= 0 {
 			return configErr("bbolt.lock_timeout", w.Bbolt.LockTimeout, "want a positive duration such as 5s")
 		}
+		if d < MinLockTimeout || d > MaxLockTimeout {
+			return configErr("bbolt.lock_timeout", w.Bbolt.LockTimeout, "want a duration from %v to %v", MinLockTimeout, MaxLockTimeout)
+		}
 		c.LockTimeout = d
 	}
 	return nil
@@ -299,17 +302,18 @@ func (c *Config) setRanges(w *wireIPAM) error {
 	if len(specs) == 0 {
 		return configErr("range", "", "no range: set range or ipRanges")
 	}
+	if len(specs) > MaxRanges {
+		return configErr("ipRanges", fmt.Sprintf("%d ranges", len(specs)), "at most %d ranges (range and ipRanges together): ADD takes one address from each", MaxRanges)
+	}
 	for i, s := range specs {
 		r, err := ParseRange(fields[i], s, gateway)
 		if err != nil {
 			return err
 		}
-		for j, prev := range c.Ranges {
-			if prev.Subnet.Overlaps(r.Subnet) {
-				return configErr(fields[i]+".range", s.Range, "overlaps %s (%s): one ADD would take two addresses from one subnet", fields[j], prev.Subnet)
-			}
-		}
 		c.Ranges = append(c.Ranges, r)
+	}
+	if j, i, overlap := firstOverlap(c.Ranges); overlap {
+		return configErr(fields[i]+".range", specs[i].Range, "overlaps %s (%s): one ADD would take two addresses from one subnet", fields[j], c.Ranges[j].Subnet)
 	}
 	if gateway.IsValid() && !slices.ContainsFunc(c.Ranges, func(r Range) bool { return r.Gateway == gateway }) {
 		return configErr("gateway", w.Gateway, "is not inside any range (%s)", c.rangeList())
@@ -433,24 +437,56 @@ func checkFields(raw []byte) error {
 	if err := json.Unmarshal(raw, &m); err != nil {
 		return configErr("ipam", "", "must be a JSON object: %v", err)
 	}
-	for k := range m {
-		if !slices.Contains(knownFields, k) {
-			return configErr("ipam", k, "unknown field (known: %s)", strings.Join(netpoolFields, ", "))
-		}
+	if k, unknown := unknownField(m); unknown {
+		return configErr("ipam", k, "unknown field (known: %s)", strings.Join(netpoolFields, ", "))
 	}
 	return nil
 }
 
-func readFlatConfig(path string, read FlatReader) ([]byte, error) {
+func unknownField(m map[string]json.RawMessage) (string, bool) {
+	for k := range m {
+		if !slices.Contains(knownFields, k) {
+			return k, true
+		}
+	}
+	return "", false
+}
+
+// decodeFlat decodes the global flat file into w. Its errors never quote the file: a NAD author
+// chooses configuration_path, and an error that echoed what it found would let them read any file
+// the plugin (root) can, a line at a time. They say where, by byte offset, not what.
+func decodeFlat(flat []byte, w *wireIPAM) error {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(flat, &m); err != nil {
+		var syn *json.SyntaxError
+		if errors.As(err, &syn) {
+			return fmt.Errorf("not a JSON object (syntax error at byte %d; contents not shown)", syn.Offset)
+		}
+		return errors.New("not a JSON object (contents not shown)")
+	}
+	if _, unknown := unknownField(m); unknown {
+		return fmt.Errorf("has a field netpool does not know (contents not shown; known: %s)", strings.Join(netpoolFields, ", "))
+	}
+	if err := json.Unmarshal(flat, w); err != nil {
+		var typ *json.UnmarshalTypeError
+		if errors.As(err, &typ) {
+			return fmt.Errorf("field %s is not a %s (contents not shown)", typ.Field, typ.Type)
+		}
+		return errors.New("cannot be decoded (contents not shown)")
+	}
+	return nil
+}
+
+func readFlatConfig(path string, read FlatReader) (string, []byte, error) {
 	if read == nil {
-		return nil, nil
+		return "", nil, nil
 	}
 	if path != "" {
 		b, err := read(path)
 		if err != nil {
-			return nil, configErr("configuration_path", path, "cannot be read: %v", err)
+			return path, nil, configErr("configuration_path", path, "cannot be read: %v", err)
 		}
-		return b, nil
+		return path, b, nil
 	}
 	for _, p := range DefaultFlatConfigPaths {
 		b, err := read(p)
@@ -458,11 +494,11 @@ func readFlatConfig(path string, read FlatReader) ([]byte, error) {
 			continue
 		}
 		if err != nil {
-			return nil, configErr("configuration_path", p, "cannot be read: %v", err)
+			return p, nil, configErr("configuration_path", p, "cannot be read: %v", err)
 		}
-		return b, nil
+		return p, b, nil
 	}
-	return nil, nil
+	return "", nil, nil
 }
 
 // ParseCNIArgs splits CNI_ARGS ("K1=V1;K2=V2") into a map. Keys netpool does not use are kept and

@@ -17,7 +17,8 @@ import (
 type fileLock struct{ f *os.File }
 
 func acquireLock(path string, deadline time.Time) (*fileLock, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	// O_NOFOLLOW: a link planted at the lock's path must not make netpool create files elsewhere.
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("%w: failed to open lock file %s: %w", allocator.ErrStoreUnusable, path, err)
 	}

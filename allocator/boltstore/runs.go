@@ -30,6 +30,11 @@ func (r runs) containing(a netip.Addr) (first, last netip.Addr, ok bool) {
 	c := r.b.Cursor()
 	k, v := c.Seek(ka)
 	if k != nil && bytes.Equal(k, ka) {
+		if len(v) != len(ka) || bytes.Compare(v, ka) < 0 {
+			// A run that ends before it starts exists only in a damaged file; taking its end
+			// would send the free search backwards, round and round for ever.
+			return a, a, true
+		}
 		return a, addr(v), true
 	}
 	// Seek landed past a (or at the end): the only candidate is the run before.

@@ -43,6 +43,10 @@ var (
 type Store struct {
 	db   *bolt.DB
 	lock *fileLock
+	path string
+	// broken is set when a call panicked inside bbolt: its locks and mapping can no longer be
+	// trusted, so the store refuses further calls and Close does not wait on it for ever.
+	broken bool
 }
 
 var _ allocator.Store = (*Store)(nil)
@@ -58,22 +62,38 @@ func Open(path string, timeout time.Duration) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := prepare(path, max(time.Until(deadline), time.Millisecond)); err != nil {
+		lock.release()
+		return nil, err
+	}
 	// The sidecar lock is held, so bbolt's own flock is free at once; its timeout only guards
 	// against a process that opens the file without the sidecar lock.
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: max(time.Until(deadline), time.Millisecond)})
+	var db *bolt.DB
+	err = contain("open", path, func() error {
+		var err error
+		db, err = bolt.Open(path, 0o600, &bolt.Options{Timeout: max(time.Until(deadline), time.Millisecond), OpenFile: openNoFollow})
+		if err != nil {
+			return err
+		}
+		if err := ensureBuckets(db); err != nil {
+			_ = db.Close() // the creation error is the one worth reporting
+			return fmt.Errorf("failed to initialise: %w", err)
+		}
+		return nil
+	})
 	if err != nil {
+		// After a panic bbolt's descriptor and mapping are left to the exiting process: closing
+		// them could fault again. The sidecar lock is netpool's own and always released.
 		lock.release()
 		if errors.Is(err, bolterrors.ErrTimeout) {
 			return nil, fmt.Errorf("%w: %s is locked by another process: %w", allocator.ErrStoreBusy, path, err)
 		}
+		if errors.Is(err, allocator.ErrStoreUnusable) {
+			return nil, err
+		}
 		return nil, fmt.Errorf("%w: failed to open %s: %w", allocator.ErrStoreUnusable, path, err)
 	}
-	if err := ensureBuckets(db); err != nil {
-		_ = db.Close() // the creation error is the one worth reporting
-		lock.release()
-		return nil, fmt.Errorf("%w: failed to initialise %s: %w", allocator.ErrStoreUnusable, path, err)
-	}
-	return &Store{db: db, lock: lock}, nil
+	return &Store{db: db, lock: lock, path: path}, nil
 }
 
 // ensureBuckets creates the top-level buckets on first use. It looks first in a read-only
@@ -107,7 +127,9 @@ func (s *Store) Update(ctx context.Context, fn func(context.Context, allocator.T
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return s.db.Update(func(tx *bolt.Tx) error { return fn(ctx, &txn{tx: tx}) })
+	return s.guard("update", func() error {
+		return s.db.Update(func(tx *bolt.Tx) error { return fn(ctx, &txn{tx: tx}) })
+	})
 }
 
 // View runs fn in one read-only transaction, a snapshot of every pool.
@@ -115,23 +137,53 @@ func (s *Store) View(ctx context.Context, fn func(context.Context, allocator.Txn
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return s.db.View(func(tx *bolt.Tx) error { return fn(ctx, &txn{tx: tx}) })
+	return s.guard("read", func() error {
+		return s.db.View(func(tx *bolt.Tx) error { return fn(ctx, &txn{tx: tx}) })
+	})
 }
 
 // Close closes the database and releases the file lock.
 func (s *Store) Close() error {
-	err := s.db.Close()
-	s.lock.release()
-	return err
+	defer s.lock.release()
+	if !s.broken {
+		return s.guard("close", s.db.Close)
+	}
+	// After a contained panic bbolt may still hold its own locks: close in the background and
+	// give up after closeWait rather than hang the call that is reporting the corruption.
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = contain("close", s.path, s.db.Close) // the panic that broke the store was reported
+	}()
+	select {
+	case <-done:
+	case <-time.After(closeWait):
+	}
+	return nil
+}
+
+// guard runs fn under contain and classifies its error. After a panic every further call fails at
+// once, because bbolt's in-memory state may be half-changed.
+func (s *Store) guard(what string, fn func() error) error {
+	if s.broken {
+		return fmt.Errorf("%w: %s failed earlier in this process and is not used again", allocator.ErrStoreUnusable, s.path)
+	}
+	err := contain(what, s.path, fn)
+	if faulted(err) {
+		s.broken = true
+	}
+	return classify(err)
 }
 
 // Check runs bbolt's consistency check; tests call it after every scenario.
 func (s *Store) Check() error {
-	return s.db.View(func(tx *bolt.Tx) error {
-		var errs []error
-		for err := range tx.Check() {
-			errs = append(errs, err)
-		}
-		return errors.Join(errs...)
+	return s.guard("check", func() error {
+		return s.db.View(func(tx *bolt.Tx) error {
+			var errs []error
+			for err := range tx.Check() {
+				errs = append(errs, err)
+			}
+			return errors.Join(errs...)
+		})
 	})
 }

@@ -58,7 +58,7 @@ func (s *Store) retry(ctx context.Context, what string, op func(context.Context)
 		actx, cancel := context.WithTimeout(ctx, attemptTimeout)
 		err := op(actx)
 		cancel()
-		if err == nil || !transient(err) {
+		if err == nil || !s.retryable(err) {
 			return err
 		}
 		dl, ok := ctx.Deadline()

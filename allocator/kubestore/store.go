@@ -66,6 +66,7 @@ type Store struct {
 	live   client.Reader // reads that must not be stale
 	cache  cache.Cache
 	index  *index
+	reach  *reachability // when the API server last failed to answer
 
 	mu     sync.Mutex
 	pools  map[string]*poolState // by IPPool name
@@ -123,6 +124,9 @@ func New(cfg *rest.Config, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	reach := &reachability{}
+	cfg = rest.CopyConfig(cfg)
+	cfg.Wrap(reach.wrap)
 	httpClient, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("failed to build the HTTP client: %w", err)
@@ -156,7 +160,7 @@ func New(cfg *rest.Config, opts Options) (*Store, error) {
 	}
 	return &Store{
 		node: opts.NodeName, opts: opts, log: log.With("node", opts.NodeName),
-		client: cached, live: live, cache: c, index: newIndex(),
+		client: cached, live: live, cache: c, index: newIndex(), reach: reach,
 		pools: map[string]*poolState{}, owners: map[allocator.Owner]*ownerLock{}, pending: map[pendingClaim]struct{}{},
 	}, nil
 }

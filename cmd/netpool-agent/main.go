@@ -28,6 +28,7 @@ func main() {
 	flag.DurationVar(&f.APITimeout, "api-timeout", kubestore.DefaultAPITimeout, "how long one CNI call retries while the API server does not answer, before failing with CNI error 11")
 	logFormat := flag.String("log-format", agent.LogFormatJSON, "log format: json or text")
 	logLevel := flag.String("log-level", "info", "log level: debug, info, warn or error; info logs every CNI call")
+	flag.DurationVar(&f.CallTimeout, "call-timeout", agent.DefaultCallTimeout, "how long one CNI call may take, whatever lock_timeout its NAD sets; past it the call fails with CNI error 11")
 	flag.Parse()
 	log, err := agent.NewLogger(os.Stderr, *logFormat, *logLevel)
 	if err != nil {

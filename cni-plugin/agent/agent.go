@@ -33,6 +33,10 @@ import (
 
 // Defaults of Options, which are also the flags' defaults.
 const (
+	// DefaultCallTimeout bounds each forwarded call, whatever lock_timeout its NAD sets: the API
+	// work's own bound (kubestore.DefaultAPITimeout) plus the rollback. The plugin waits at least
+	// 2*lock_timeout+5s (25 s with the default), so the agent's answer, code 11, comes first.
+	DefaultCallTimeout = 15 * time.Second
 	// shutdownTimeout bounds the metrics server's graceful stop.
 	shutdownTimeout = 5 * time.Second
 )
@@ -54,6 +58,12 @@ type Options struct {
 	Log *slog.Logger
 	// Stderr is where calls without a log_file log; os.Stderr when nil.
 	Stderr io.Writer
+	// CallTimeout bounds each forwarded call; DefaultCallTimeout when 0.
+	CallTimeout time.Duration
+	// ConfigDirs confine configuration_path, LogDir confines log_file; DefaultConfigDirs and
+	// DefaultLogDir when empty.
+	ConfigDirs []string
+	LogDir     string
 }
 
 // NodeName returns the node identity: the NODENAME environment variable when set, else configured.
@@ -92,6 +102,7 @@ type Flags struct {
 	QPS                float64
 	Burst              int
 	APITimeout         time.Duration
+	CallTimeout        time.Duration
 }
 
 // Main runs the agent that f describes until ctx ends: the node name (NODENAME from getenv wins
@@ -108,7 +119,7 @@ func Main(ctx context.Context, f Flags, getenv func(string) string, log *slog.Lo
 		return err
 	}
 	a, err := New(cfg, Options{NodeName: node, Socket: f.Socket, MetricsBindAddress: f.MetricsBindAddress,
-		APITimeout: f.APITimeout, Log: log})
+		APITimeout: f.APITimeout, CallTimeout: f.CallTimeout, Log: log})
 	if err != nil {
 		return err
 	}
@@ -134,6 +145,15 @@ func New(cfg *rest.Config, opts Options) (*Agent, error) {
 	}
 	if opts.Stderr == nil {
 		opts.Stderr = os.Stderr
+	}
+	if opts.CallTimeout <= 0 {
+		opts.CallTimeout = DefaultCallTimeout
+	}
+	if len(opts.ConfigDirs) == 0 {
+		opts.ConfigDirs = DefaultConfigDirs
+	}
+	if opts.LogDir == "" {
+		opts.LogDir = DefaultLogDir
 	}
 	// Calls run concurrently and each logs through its own handler: one lock per write keeps
 	// their lines whole, whatever the writer.
@@ -190,10 +210,12 @@ func (a *Agent) Run(ctx context.Context) error {
 }
 
 // Handle runs one forwarded call through the plugin's verbs over the shared store.
-func (a *Agent) Handle(_ context.Context, req *agentproto.Request) *agentproto.Response {
+func (a *Agent) Handle(ctx context.Context, req *agentproto.Request) *agentproto.Response {
 	start := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, a.opts.CallTimeout)
+	defer cancel()
 	var out bytes.Buffer
-	p := &ipamplugin.Plugin{ReadFile: os.ReadFile, OpenStore: a.openStore, Stdout: &out, Stderr: a.opts.Stderr}
+	p := &ipamplugin.Plugin{Context: ctx, ReadFile: a.readConfig, OpenLog: a.openLog, OpenStore: a.openStore, Stdout: &out, Stderr: a.opts.Stderr}
 	f := p.Funcs()
 	verbs := map[string]func(*skel.CmdArgs) error{
 		agentproto.VerbAdd: f.Add, agentproto.VerbDel: f.Del, agentproto.VerbCheck: f.Check,

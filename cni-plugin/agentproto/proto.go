@@ -63,6 +63,9 @@ func (r *Request) Validate() error {
 	if len(r.Stdin) == 0 {
 		return fmt.Errorf("%w: %s request has no network config", ErrMalformed, r.Verb)
 	}
+	if err := r.checkSizes(); err != nil {
+		return err
+	}
 	if r.Verb == VerbAdd || r.Verb == VerbDel || r.Verb == VerbCheck {
 		if r.ContainerID == "" || r.IfName == "" {
 			return fmt.Errorf("%w: %s request needs containerID and ifName", ErrMalformed, r.Verb)

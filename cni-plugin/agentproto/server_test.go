@@ -110,7 +110,8 @@ func TestCallRejectsInvalidRequest(t *testing.T) {
 	big := addReq()
 	big.Stdin = bytes.Repeat([]byte("x"), MaxMessageSize)
 	path := serve(t, func(context.Context, *Request) *Response { return &Response{} }, nil)
-	if _, err := Call(context.Background(), path, big); !errors.Is(err, ErrNoAnswer) || !errors.Is(err, ErrMalformed) {
+	// Too large to ever fit one message: refused before anything is sent, not a transport failure.
+	if _, err := Call(context.Background(), path, big); !errors.Is(err, ErrTooLarge) || errors.Is(err, ErrNoAnswer) {
 		t.Fatalf("Call() with an oversized request = %v", err)
 	}
 }

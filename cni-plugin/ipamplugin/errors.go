@@ -1,6 +1,7 @@
 package ipamplugin
 
 import (
+	"context"
 	"errors"
 
 	"github.com/containernetworking/cni/pkg/types"
@@ -37,6 +38,8 @@ var codes = []struct {
 	{allocator.ErrStoreBusy, types.ErrTryAgainLater},
 	{agentproto.ErrUnreachable, types.ErrTryAgainLater},
 	{agentproto.ErrNoAnswer, types.ErrTryAgainLater},
+	// The call's own bound (lock_timeout) ran out while the store was working: retrying can succeed.
+	{context.DeadlineExceeded, types.ErrTryAgainLater},
 	{allocator.ErrPoolExhausted, CodePoolExhausted},
 	{allocator.ErrAddressInUse, CodeAddressInUse},
 	{allocator.ErrAddressNotAllowed, CodeAddressNotAllowed},

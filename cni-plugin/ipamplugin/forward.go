@@ -2,6 +2,7 @@ package ipamplugin
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -21,6 +22,9 @@ const forwardGrace = 5 * time.Second
 // Plugin forwards (the binary), else here with local (the bbolt datastore, and the agent itself).
 // The config is loaded once per call, here: the plugin's start-up is its hot path.
 func (p *Plugin) route(verb string, args *skel.CmdArgs, local func(*skel.CmdArgs, *ipam.Config) error) error {
+	if err := checkEnv(args); err != nil {
+		return err
+	}
 	cfg, err := ipam.Load(args.StdinData, args.Args, p.ReadFile)
 	if err != nil {
 		return err
@@ -39,11 +43,16 @@ func (p *Plugin) forward(cfg *ipam.Config, verb string, args *skel.CmdArgs) erro
 	// rollback), so twice that plus a grace period is never cut short by the plugin.
 	ctx, cancel := context.WithTimeout(context.Background(), 2*cfg.LockTimeout+forwardGrace)
 	defer cancel()
-	// Under Multus' thick plugin the host's /run is /host/run: find the socket where it is.
-	resp, err := p.Forward(ctx, hostPath(cfg.AgentSocket, os.Stat), &agentproto.Request{
+	req := &agentproto.Request{
 		Verb: verb, ContainerID: args.ContainerID, Netns: args.Netns, IfName: args.IfName,
 		Args: args.Args, Path: args.Path, NetnsOverride: args.NetnsOverride, Stdin: args.StdinData,
-	})
+	}
+	if err := req.Validate(); errors.Is(err, agentproto.ErrTooLarge) {
+		// Retrying cannot make it fit: the config is the problem, not the agent.
+		return fmt.Errorf("%w: %w", ipam.ErrInvalidConfig, err)
+	}
+	// Under Multus' thick plugin the host's /run is /host/run: find the socket where it is.
+	resp, err := p.Forward(ctx, hostPath(cfg.AgentSocket, os.Stat), req)
 	if err != nil {
 		return err
 	}

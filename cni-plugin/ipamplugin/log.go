@@ -3,7 +3,6 @@ package ipamplugin
 import (
 	"io"
 	"log/slog"
-	"os"
 
 	"github.com/netpool/netpool/ipam"
 )
@@ -24,12 +23,23 @@ var logLevels = map[string]slog.Level{
 func (p *Plugin) logger(c *ipam.Config) (*slog.Logger, func()) {
 	var w io.Writer = p.Stderr
 	closeFn := func() {}
+	var refused error
 	if c.LogFile != "" {
-		if f, err := os.OpenFile(c.LogFile, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600); err == nil {
+		open := p.OpenLog
+		if open == nil {
+			open = OpenLogFile
+		}
+		if f, err := open(c.LogFile); err == nil {
 			w = f
 			closeFn = func() { _ = f.Close() } // nothing useful can be done about a failed log close
+		} else {
+			refused = err
 		}
 	}
 	h := slog.NewTextHandler(w, &slog.HandlerOptions{Level: logLevels[c.LogLevel]})
-	return slog.New(h).With("network", c.Name), closeFn
+	log := slog.New(h).With("network", c.Name)
+	if refused != nil {
+		log.Error("Opening log_file failed; logging here instead", "log_file", c.LogFile, "err", refused)
+	}
+	return log, closeFn
 }

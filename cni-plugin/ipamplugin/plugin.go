@@ -27,13 +27,18 @@ var SupportedVersions = version.PluginSupports("0.3.0", "0.3.1", "0.4.0", "1.0.0
 
 // Plugin holds the plugin's dependencies on its environment, so tests can run the verbs in-process.
 type Plugin struct {
-	// ReadFile reads the global flat config file; os.ReadFile in the binary.
+	// ReadFile reads the global flat config file; ReadConfigFile in the binary.
 	ReadFile ipam.FlatReader
+	// OpenLog opens log_file for appending; nil means OpenLogFile (regular files only).
+	OpenLog func(path string) (io.WriteCloser, error)
 	// OpenStore opens the store a config selects.
 	OpenStore func(*ipam.Config) (allocator.Store, error)
 	// Stdout receives the result; Stderr receives logs when the config names no log_file.
 	Stdout io.Writer
 	Stderr io.Writer
+	// Context bounds every call's work together with lock_timeout; nil means no bound beyond it.
+	// The node agent sets its per-call deadline here, so a NAD's lock_timeout cannot hold it longer.
+	Context context.Context
 	// Forward sends a datastore kubernetes call to the node agent (agentproto.Call in the binary).
 	// nil serves every call here through OpenStore, as the agent itself does.
 	Forward func(ctx context.Context, socket string, req *agentproto.Request) (*agentproto.Response, error)
@@ -41,7 +46,7 @@ type Plugin struct {
 
 // New returns the Plugin as the binary runs it.
 func New() *Plugin {
-	return &Plugin{ReadFile: os.ReadFile, OpenStore: OpenStore, Stdout: os.Stdout, Stderr: os.Stderr, Forward: agentproto.Call}
+	return &Plugin{ReadFile: ReadConfigFile, OpenStore: OpenStore, Stdout: os.Stdout, Stderr: os.Stderr, Forward: agentproto.Call}
 }
 
 // OpenStore opens the datastore a config selects.
@@ -86,7 +91,11 @@ func (p *Plugin) open(cfg *ipam.Config) (context.Context, *session, error) {
 	}
 	// The lock wait is bounded by Open; the context bounds the work after it, so the runtime never
 	// waits on netpool for longer than the lock timeout twice over.
-	ctx, cancel := context.WithTimeout(context.Background(), cfg.LockTimeout)
+	parent := p.Context
+	if parent == nil {
+		parent = context.Background()
+	}
+	ctx, cancel := context.WithTimeout(parent, cfg.LockTimeout)
 	return ctx, &session{
 		cfg: cfg, log: log, alloc: allocator.New(store),
 		close: func() {
@@ -187,24 +196,18 @@ func prevResultAddrs(stdin []byte) ([]netip.Addr, error) {
 	return out, nil
 }
 
-// gcConf holds the GC arguments; libcni sends both the spec's key and the older misspelt one.
-type gcConf struct {
-	ValidAttachments  []types.GCAttachment `json:"cni.dev/valid-attachments"`
-	LegacyAttachments []types.GCAttachment `json:"cni.dev/attachments"`
-}
-
 func (p *Plugin) gc(args *skel.CmdArgs, cfg *ipam.Config) error {
-	var g gcConf
-	if err := json.Unmarshal(args.StdinData, &g); err != nil {
-		return fmt.Errorf("%w: failed to parse GC arguments: %w", ipam.ErrInvalidConfig, err)
+	attachments, err := gcAttachments(args.StdinData)
+	if err != nil {
+		return err
 	}
 	ctx, s, err := p.open(cfg)
 	if err != nil {
 		return err
 	}
 	defer s.close()
-	valid := make([]allocator.Owner, 0, len(g.ValidAttachments)+len(g.LegacyAttachments))
-	for _, a := range append(g.ValidAttachments, g.LegacyAttachments...) {
+	valid := make([]allocator.Owner, 0, len(attachments))
+	for _, a := range attachments {
 		valid = append(valid, allocator.Owner{ContainerID: a.ContainerID, IfName: a.IfName})
 	}
 	released, err := s.alloc.GC(ctx, s.cfg, valid)

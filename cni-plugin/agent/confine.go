@@ -1,0 +1,83 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/netpool/netpool/cni-plugin/ipamplugin"
+	"github.com/netpool/netpool/ipam"
+)
+
+// The directories a forwarded call's files may be in. The agent runs as root with the cluster
+// credentials of its node, and configuration_path and log_file come from whoever wrote the NAD,
+// so the agent reads and writes only where the operator put netpool's files, never where a NAD
+// points (README, configuration reference).
+var (
+	// DefaultConfigDirs hold the flat config files (configuration_path): the directories of
+	// ipam.DefaultFlatConfigPaths. The DaemonSet mounts the host's /etc/cni/net.d.
+	DefaultConfigDirs = []string{"/etc/cni/net.d", "/etc/kubernetes/cni/net.d"}
+	// DefaultLogDir holds the log files (log_file) the agent writes; a call whose log_file lies
+	// elsewhere logs to the agent's own stderr.
+	DefaultLogDir = "/var/log/netpool"
+)
+
+// errOutsideDirs is returned for a path outside the directories the agent serves files from.
+var errOutsideDirs = errors.New("outside the directories the netpool agent serves")
+
+// within returns path with its symbolic links resolved, or an error unless it lies inside one of
+// dirs (themselves resolved). Resolving first is what stops "/etc/cni/net.d/../../etc/shadow" and
+// a link planted inside a directory.
+func within(path string, dirs []string) (string, error) {
+	if !filepath.IsAbs(path) {
+		return "", fmt.Errorf("%s is not an absolute path", path)
+	}
+	real, err := filepath.EvalSymlinks(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		// A log file may not exist yet: resolve its directory, and keep the name.
+		dir, derr := filepath.EvalSymlinks(filepath.Dir(path))
+		if derr != nil {
+			return "", err
+		}
+		real = filepath.Join(dir, filepath.Base(path))
+	} else if err != nil {
+		return "", err
+	}
+	for _, d := range dirs {
+		rd, err := filepath.EvalSymlinks(d)
+		if err != nil {
+			rd = filepath.Clean(d)
+		}
+		if real == rd || strings.HasPrefix(real, rd+string(filepath.Separator)) {
+			return real, nil
+		}
+	}
+	return "", fmt.Errorf("%s: %w (%s)", path, errOutsideDirs, strings.Join(dirs, ", "))
+}
+
+// readConfig is the agent's ipam.FlatReader: ipamplugin.ReadConfigFile, confined to the
+// config directories. A missing file stays fs.ErrNotExist, so the default paths are skipped; so
+// is a default path outside the directories (an agent configured with others).
+func (a *Agent) readConfig(path string) ([]byte, error) {
+	real, err := within(path, a.opts.ConfigDirs)
+	if errors.Is(err, errOutsideDirs) && slices.Contains(ipam.DefaultFlatConfigPaths, path) {
+		return nil, fmt.Errorf("%w: %w", fs.ErrNotExist, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return ipamplugin.ReadConfigFile(real)
+}
+
+// openLog is the agent's log_file opener: ipamplugin.OpenLogFile, confined to the log directory.
+func (a *Agent) openLog(path string) (io.WriteCloser, error) {
+	real, err := within(path, []string{a.opts.LogDir})
+	if err != nil {
+		return nil, err
+	}
+	return ipamplugin.OpenLogFile(real)
+}
