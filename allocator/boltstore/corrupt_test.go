@@ -36,9 +36,9 @@ var goldenDB = sync.OnceValues(func() ([]byte, error) {
 	}
 	// Two transactions rather than 2000 fsynced calls: the file is what matters, not how it grew.
 	p := allocator.Pools(c)[0]
-	err = s.Update(context.Background(), func(tx allocator.Txn) error {
+	err = s.Update(context.Background(), func(ctx context.Context, tx allocator.Txn) error {
 		for i := range 1500 {
-			if err := tx.ClaimNext(p, &allocator.Allocation{Pool: p.Key, Owner: owner(i), Network: c.Name}); err != nil {
+			if err := tx.ClaimNext(ctx, p, &allocator.Allocation{Pool: p.Key, Owner: owner(i), Network: c.Name}); err != nil {
 				return err
 			}
 		}
@@ -48,9 +48,9 @@ var goldenDB = sync.OnceValues(func() ([]byte, error) {
 		return nil, err
 	}
 	// Release every third, so the freelist and the runs are not trivial.
-	err = s.Update(context.Background(), func(tx allocator.Txn) error {
+	err = s.Update(context.Background(), func(ctx context.Context, tx allocator.Txn) error {
 		for i := 0; i < 1500; i += 3 {
-			if _, _, err := tx.Release(p.Key, owner(i)); err != nil {
+			if _, _, err := tx.Release(ctx, p.Key, owner(i)); err != nil {
 				return err
 			}
 		}
@@ -277,9 +277,9 @@ func TestBackwardRunCannotLoopTheSearch(t *testing.T) {
 	c := mustConfig(t, `{"range":"10.0.0.0/24"}`)
 	p := allocator.Pools(c)[0]
 	a := func(s string) netip.Addr { return netip.MustParseAddr(s) }
-	err := s.Update(context.Background(), func(tx allocator.Txn) error {
+	err := s.Update(context.Background(), func(ctx context.Context, tx allocator.Txn) error {
 		// Make the pool's buckets, then damage its runs: .10-.19, and .20 "ending" at .15.
-		if _, err := tx.HasFree(p); err != nil {
+		if _, err := tx.HasFree(ctx, p); err != nil {
 			return err
 		}
 		used := tx.(*txn).tx.Bucket(bucketPools).Bucket([]byte(p.Key)).Bucket(bucketUsed)

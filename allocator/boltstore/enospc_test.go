@@ -99,9 +99,9 @@ func TestFullDiskDuringUse(t *testing.T) {
 	filler := fillTo(t, dir, 0)
 	p := allocator.Pools(c)[0]
 	// A transaction large enough to need new pages on any layout.
-	err = s.Update(ctx, func(tx allocator.Txn) error {
+	err = s.Update(ctx, func(ctx context.Context, tx allocator.Txn) error {
 		for i := 1; i <= 2000; i++ {
-			if err := tx.ClaimNext(p, &allocator.Allocation{Pool: p.Key, Owner: owner(i), Network: c.Name}); err != nil {
+			if err := tx.ClaimNext(ctx, p, &allocator.Allocation{Pool: p.Key, Owner: owner(i), Network: c.Name}); err != nil {
 				return err
 			}
 		}

@@ -92,11 +92,11 @@ func TestForwardRejectsOversizedConfig(t *testing.T) {
 // server that does not answer would.
 type waitingStore struct{}
 
-func (waitingStore) Update(ctx context.Context, _ func(allocator.Txn) error) error {
+func (waitingStore) Update(ctx context.Context, _ func(context.Context, allocator.Txn) error) error {
 	<-ctx.Done()
 	return ctx.Err()
 }
-func (waitingStore) View(ctx context.Context, _ func(allocator.Txn) error) error {
+func (waitingStore) View(ctx context.Context, _ func(context.Context, allocator.Txn) error) error {
 	<-ctx.Done()
 	return ctx.Err()
 }

@@ -27,10 +27,10 @@ func (f *fixture) populate(ctx context.Context, n int) []byte {
 	f.t.Helper()
 	s := f.mustOpen()
 	p := allocator.Pools(f.config())[0]
-	err := s.Update(ctx, func(tx allocator.Txn) error {
+	err := s.Update(ctx, func(ctx context.Context, tx allocator.Txn) error {
 		for i := range n {
 			al := &allocator.Allocation{Pool: p.Key, Owner: allocator.Owner{ContainerID: containerID("held", i), IfName: "eth0"}, Network: network}
-			if err := tx.ClaimNext(p, al); err != nil {
+			if err := tx.ClaimNext(ctx, p, al); err != nil {
 				return err
 			}
 		}
