@@ -28,8 +28,8 @@ func cacheOptions() cache.Options {
 
 // slimPod keeps a pod's identity, deletion mark, node, phase, network-status annotation and, for
 // a mirror pod, the UID of its static pod. For the EgressRouter reconciler it also keeps the
-// controller reference, the Ready condition and the router's config hash: a handful of bytes per
-// pod. Anything else (a tombstone) passes unchanged.
+// controller reference and the Ready condition (a handful of bytes per pod), and on a router's pod
+// the config hash, the networks annotation and the router label. Anything else (a tombstone) passes unchanged.
 func slimPod(obj any) (any, error) {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
@@ -49,7 +49,15 @@ func slimPod(obj any) (any, error) {
 			slim.Status.Conditions = []corev1.PodCondition{{Type: c.Type, Status: c.Status}}
 		}
 	}
-	for _, k := range []string{nadv1.NetworkStatusAnnot, mirrorAnnotation, configHashAnnotation, networkv1.ConfigHashAnnotation} {
+	kept := []string{nadv1.NetworkStatusAnnot, mirrorAnnotation, configHashAnnotation, networkv1.ConfigHashAnnotation}
+	if _, router := pod.Annotations[networkv1.ConfigHashAnnotation]; router {
+		// An EgressRouter pod: what the reconciler sets on it, so that it can see drift.
+		kept = append(kept, nadv1.NetworkAttachmentAnnot)
+		if v, ok := pod.Labels[networkv1.RouterLabel]; ok {
+			slim.Labels = map[string]string{networkv1.RouterLabel: v}
+		}
+	}
+	for _, k := range kept {
 		if v, ok := pod.Annotations[k]; ok {
 			if slim.Annotations == nil {
 				slim.Annotations = map[string]string{}

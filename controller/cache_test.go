@@ -9,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
+
+	networkv1 "github.com/netpool/netpool/crds/network/v1"
 )
 
 func TestSlimTransformsKeepWhatTheReconcilersRead(t *testing.T) {
@@ -62,5 +64,29 @@ func TestSlimTransformsKeepWhatTheReconcilersRead(t *testing.T) {
 	}
 	if opts := cacheOptions(); opts.DefaultTransform == nil || len(opts.ByObject) != 3 {
 		t.Errorf("cache options %+v", opts)
+	}
+}
+
+func TestSlimPodKeepsWhatTheEgressRouterReconcilerCompares(t *testing.T) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
+		Name: "er", Namespace: "ns",
+		Labels: map[string]string{networkv1.RouterLabel: "er", "other": "x"},
+		Annotations: map[string]string{networkv1.ConfigHashAnnotation: "h", nadv1.NetworkAttachmentAnnot: "[]",
+			"kubectl.kubernetes.io/last-applied-configuration": "big"},
+	}}
+	got, err := slimPod(pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slim := got.(*corev1.Pod)
+	if !equality.Semantic.DeepEqual(slim.Labels, map[string]string{networkv1.RouterLabel: "er"}) ||
+		!equality.Semantic.DeepEqual(slim.Annotations, map[string]string{networkv1.ConfigHashAnnotation: "h", nadv1.NetworkAttachmentAnnot: "[]"}) {
+		t.Errorf("slim router pod labels %v annotations %v", slim.Labels, slim.Annotations)
+	}
+	other := pod.DeepCopy()
+	delete(other.Annotations, networkv1.ConfigHashAnnotation)
+	got, _ = slimPod(other)
+	if slim := got.(*corev1.Pod); slim.Labels != nil || slim.Annotations != nil {
+		t.Errorf("a pod that is no router's kept labels %v annotations %v", slim.Labels, slim.Annotations)
 	}
 }

@@ -17,10 +17,13 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
@@ -96,12 +99,22 @@ func (e *egressRouterReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("egress-router").
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(e.Workers, 1)}).
-		For(&networkv1.EgressRouter{}).
+		For(&networkv1.EgressRouter{}, builder.WithPredicates(routerSpecChanged())).
 		Watches(&nadv1.NetworkAttachmentDefinition{}, child).
 		Watches(&corev1.Pod{}, child).
 		Watches(&corev1.Service{}, child).
 		Watches(&ipamv1.IPPool{}, handler.EnqueueRequestsFromMapFunc(e.routersOfPool)).
 		Complete(e)
+}
+
+// routerSpecChanged passes every router event but an update of the status alone (the reconciler's
+// own write), which would only repeat the reconcile that made it.
+func routerSpecChanged() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(ev event.UpdateEvent) bool {
+		o, n := ev.ObjectOld, ev.ObjectNew
+		return o.GetGeneration() != n.GetGeneration() || !equality.Semantic.DeepEqual(o.GetDeletionTimestamp(), n.GetDeletionTimestamp()) ||
+			!slices.Equal(o.GetFinalizers(), n.GetFinalizers()) || o.GetUID() != n.GetUID()
+	}}
 }
 
 // routerOfChild maps a NAD, Pod or Service to the router that controls it, or else to the router
@@ -215,8 +228,13 @@ func (e *egressRouterReconciler) reconcileChildren(ctx context.Context, r *netwo
 		return obs, ctrl.Result{}, err
 	}
 	apply := []client.ApplyOption{client.FieldOwner(egressFieldManager), client.ForceOwnership}
-	if err := e.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(d.nad()), apply...); err != nil {
-		return obs, ctrl.Result{}, fmt.Errorf("failed to apply NAD %s/%s: %w", r.Namespace, r.Name, err)
+	// Each child is applied unless the cache shows it as the reconciler would write it: an
+	// Apply that changes nothing still costs a request, and every event of the router or its
+	// children reconciles it.
+	if !existing["NetworkAttachmentDefinition"] || nad.Spec.Config != d.nadConfig {
+		if err := e.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(d.nad()), apply...); err != nil {
+			return obs, ctrl.Result{}, fmt.Errorf("failed to apply NAD %s/%s: %w", r.Namespace, r.Name, err)
+		}
 	}
 	if existing["Service"] && (svc.Spec.ClusterIP == corev1.ClusterIPNone) != d.headless() {
 		// A Service's clusterIP cannot change: going to or from headless takes a new Service.
@@ -230,8 +248,10 @@ func (e *egressRouterReconciler) reconcileChildren(ctx context.Context, r *netwo
 			return obs, ctrl.Result{}, err
 		}
 	}
-	if err := e.Client.Apply(ctx, d.service(), apply...); err != nil {
-		return obs, ctrl.Result{}, fmt.Errorf("failed to apply Service %s/%s: %w", r.Namespace, r.Name, err)
+	if !existing["Service"] || !serviceMatches(svc, d) {
+		if err := e.Client.Apply(ctx, d.service(), apply...); err != nil {
+			return obs, ctrl.Result{}, fmt.Errorf("failed to apply Service %s/%s: %w", r.Namespace, r.Name, err)
+		}
 	}
 	if !existing["Pod"] {
 		return e.createPod(ctx, r, d, keep, obs)
@@ -252,8 +272,10 @@ func (e *egressRouterReconciler) reconcileChildren(ctx context.Context, r *netwo
 	}
 	// The pod runs the current config: repair any drift of what the reconciler set on it, and
 	// release the addresses of older configs, which no pod holds any more.
-	if err := e.Client.Apply(ctx, d.pod(), apply...); err != nil {
-		return obs, ctrl.Result{}, fmt.Errorf("failed to apply pod %s/%s: %w", r.Namespace, r.Name, err)
+	if !podMatches(pod, d) {
+		if err := e.Client.Apply(ctx, d.pod(), apply...); err != nil {
+			return obs, ctrl.Result{}, fmt.Errorf("failed to apply pod %s/%s: %w", r.Namespace, r.Name, err)
+		}
 	}
 	if err := e.releaseClaims(ctx, r, keep); err != nil {
 		return obs, ctrl.Result{}, err
@@ -379,4 +401,22 @@ func (e *egressRouterReconciler) restoreServicePorts(ctx context.Context, svc *c
 
 func sameServicePort(a, b corev1.ServicePort) bool {
 	return a.Name == b.Name && a.Protocol == b.Protocol && a.Port == b.Port && a.TargetPort == b.TargetPort
+}
+
+// serviceMatches reports whether the cached Service has what the reconciler applies.
+func serviceMatches(svc *corev1.Service, d *egressDesired) bool {
+	return equality.Semantic.DeepEqual(svc.Spec.Selector, d.routerLabels()) &&
+		slices.EqualFunc(svc.Spec.Ports, d.servicePorts(), sameServicePort) &&
+		(svc.Spec.ClusterIP == corev1.ClusterIPNone) == d.headless()
+}
+
+// podMatches reports whether the cached pod (slimmed: see slimPod) has the label and annotations
+// the reconciler applies; its spec follows from the config hash.
+func podMatches(pod *corev1.Pod, d *egressDesired) bool {
+	for k, v := range d.routerLabels() {
+		if pod.Labels[k] != v {
+			return false
+		}
+	}
+	return pod.Annotations[nadv1.NetworkAttachmentAnnot] == d.networks && pod.Annotations[networkv1.ConfigHashAnnotation] == d.hash
 }

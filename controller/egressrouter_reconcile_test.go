@@ -679,11 +679,17 @@ func TestEgressRouterPool(t *testing.T) {
 			t.Fatal(err)
 		}
 		eventually(t, egressTimeout, "reservation released", func() error {
-			err := direct.Get(f.ctx, client.ObjectKey{Name: ipamv1.ReservationName("ext", netipAddr("192.168.50.2"))}, &ipamv1.OverlappingRangeIPReservation{})
-			if !apierrors.IsNotFound(err) {
-				return fmt.Errorf("got %v", err)
+			res := &ipamv1.OverlappingRangeIPReservation{}
+			err := direct.Get(f.ctx, client.ObjectKey{Name: ipamv1.ReservationName("ext", netipAddr("192.168.50.2"))}, res)
+			switch {
+			case apierrors.IsNotFound(err):
+				return nil
+			case err != nil:
+				return err
+			case res.Labels[networkv1.RouterUIDLabel] == string(r.UID):
+				return fmt.Errorf("still held by the deleted router")
 			}
-			return nil
+			return nil // already claimed again, by the router waiting for an address
 		})
 		// The freed address goes to the router that waited for one.
 		full := f.waitCondition("full", networkv1.EgressRouterDegraded, metav1.ConditionFalse, networkv1.ReasonAsExpected)
