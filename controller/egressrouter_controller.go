@@ -59,6 +59,9 @@ const (
 	actionDelete = "Delete"
 )
 
+// egressWorkers is how many routers are reconciled at once. Each reconcile is a few requests.
+const egressWorkers = 8
+
 // egressRetry is how soon a router whose pool cannot serve it is looked at again, beyond the
 // pool's own events: an address another attachment releases raises no event here.
 const egressRetry = 30 * time.Second

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -59,6 +60,16 @@ func run(ctx context.Context, o options) (*report, error) {
 	opts := controller.DefaultOptions()
 	opts.LeaderElection = false
 	opts.MetricsBindAddress, opts.HealthProbeBindAddress = "0", "0"
+	if path := os.Getenv("EGRESS_BENCH_LOG"); path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			return nil, err
+		}
+		defer func() { _ = f.Close() }()
+		if opts.Logger, err = controller.NewLogger(f, controller.LogFormatText, "info"); err != nil {
+			return nil, err
+		}
+	}
 	mgr, err := controller.New(cfg, opts)
 	if err != nil {
 		return nil, err
