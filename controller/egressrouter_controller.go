@@ -36,6 +36,10 @@ const egressFieldManager = "netpool-controller/egress-router"
 // routerPoolField indexes routers by spec.pool: a pool event finds the routers claiming in it.
 const routerPoolField = "spec.pool"
 
+// reservationRouterField indexes reservations by the RouterUIDLabel: every reconcile finds the
+// router's own claims without reading every reservation of the cluster.
+const reservationRouterField = "metadata.labels.egress-router-uid"
+
 // Event reasons of the EgressRouter reconciler, on the router.
 const (
 	// EventEgressReplacingPod (Normal): the pod of an older config is deleted; the new one follows.
@@ -97,6 +101,15 @@ func (e *egressRouterReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	})
 	if err != nil {
 		return fmt.Errorf("failed to index routers by %s: %w", routerPoolField, err)
+	}
+	err = mgr.GetFieldIndexer().IndexField(context.Background(), &ipamv1.OverlappingRangeIPReservation{}, reservationRouterField, func(obj client.Object) []string {
+		if uid := obj.GetLabels()[networkv1.RouterUIDLabel]; uid != "" {
+			return []string{uid}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("failed to index reservations by %s: %w", reservationRouterField, err)
 	}
 	child := handler.EnqueueRequestsFromMapFunc(e.routerOfChild)
 	return ctrl.NewControllerManagedBy(mgr).

@@ -60,7 +60,7 @@ func egressContainerID(r *networkv1.EgressRouter) string {
 // routerClaims lists the reservations the router holds, from the cache.
 func (e *egressRouterReconciler) routerClaims(ctx context.Context, r *networkv1.EgressRouter) ([]ipamv1.OverlappingRangeIPReservation, error) {
 	var list ipamv1.OverlappingRangeIPReservationList
-	if err := e.Client.List(ctx, &list, client.MatchingLabels{networkv1.RouterUIDLabel: string(r.UID)}); err != nil {
+	if err := e.Client.List(ctx, &list, client.MatchingFields{reservationRouterField: string(r.UID)}); err != nil {
 		return nil, fmt.Errorf("failed to list the reservations of router %s/%s: %w", r.Namespace, r.Name, err)
 	}
 	return list.Items, nil
