@@ -7,6 +7,8 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	networkv1 "github.com/netpool/netpool/crds/network/v1"
 )
 
 // cacheOptions keeps the informer cache small: every object loses its managedFields, and pods,
@@ -25,7 +27,9 @@ func cacheOptions() cache.Options {
 }
 
 // slimPod keeps a pod's identity, deletion mark, node, phase, network-status annotation and, for
-// a mirror pod, the UID of its static pod. Anything else (a tombstone) passes unchanged.
+// a mirror pod, the UID of its static pod. For the EgressRouter reconciler it also keeps the
+// controller reference and the Ready condition (a handful of bytes per pod), and on a router's pod
+// the config hash, the networks annotation and the router label. Anything else (a tombstone) passes unchanged.
 func slimPod(obj any) (any, error) {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
@@ -37,7 +41,23 @@ func slimPod(obj any) (any, error) {
 		Spec:       corev1.PodSpec{NodeName: pod.Spec.NodeName},
 		Status:     corev1.PodStatus{Phase: pod.Status.Phase},
 	}
-	for _, k := range []string{nadv1.NetworkStatusAnnot, mirrorAnnotation, configHashAnnotation} {
+	if ref := metav1.GetControllerOf(pod); ref != nil {
+		slim.OwnerReferences = []metav1.OwnerReference{*ref}
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			slim.Status.Conditions = []corev1.PodCondition{{Type: c.Type, Status: c.Status}}
+		}
+	}
+	kept := []string{nadv1.NetworkStatusAnnot, mirrorAnnotation, configHashAnnotation, networkv1.ConfigHashAnnotation}
+	if _, router := pod.Annotations[networkv1.ConfigHashAnnotation]; router {
+		// An EgressRouter pod: what the reconciler sets on it, so that it can see drift.
+		kept = append(kept, nadv1.NetworkAttachmentAnnot)
+		if v, ok := pod.Labels[networkv1.RouterLabel]; ok {
+			slim.Labels = map[string]string{networkv1.RouterLabel: v}
+		}
+	}
+	for _, k := range kept {
 		if v, ok := pod.Annotations[k]; ok {
 			if slim.Annotations == nil {
 				slim.Annotations = map[string]string{}

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
+	networkv1 "github.com/netpool/netpool/crds/network/v1"
 )
 
 // deployNamespace is where deploy/ runs the controller.
@@ -133,6 +134,18 @@ func TestControllerDoesItsJobAsItsServiceAccount(t *testing.T) {
 		}
 		return errors.New("no LeaderElection Event")
 	})
+	// An EgressRouter with a pool: its address claimed, its children made, its status written.
+	router := f.testRouter("rbac")
+	router.Spec.Addresses = []networkv1.EgressRouterAddress{{IP: "10.60.0.99/24", Gateway: "10.60.0.1"}}
+	router.Spec.Redirect.RedirectRules = router.Spec.Redirect.RedirectRules[1:]
+	router.Spec.Pool = pool.Name
+	f.create(router)
+	f.bringUp("rbac")
+	eventually(t, 10*time.Second, "the router's address is claimed", exists(&ipamv1.OverlappingRangeIPReservation{ObjectMeta: metav1.ObjectMeta{Name: "10.60.0.99"}}))
+	if err := direct.Delete(context.Background(), router); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the router is finalized", gone(router))
 	if logs := m.logs.String(); strings.Contains(logs, "forbidden") {
 		t.Errorf("the controller was refused something:\n%s", logs)
 	}
@@ -150,9 +163,19 @@ func wantForbidden(t *testing.T, sa client.Client) {
 	ctx := context.Background()
 	pool := &ipamv1.IPPool{ObjectMeta: metav1.ObjectMeta{Name: "rbac"}}
 	attempts := map[string]func() error{
-		"read secrets":           func() error { return sa.List(ctx, &corev1.SecretList{}) },
-		"delete pods":            func() error { return sa.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace("default")) },
-		"create reservations":    func() error { return sa.Create(ctx, newReservation("rbac", "10.60.0.9", nil, "node-a")) },
+		"read secrets": func() error { return sa.List(ctx, &corev1.SecretList{}) },
+		"delete pods":  func() error { return sa.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace("default")) },
+		"update reservations": func() error {
+			return sa.Update(ctx, &ipamv1.OverlappingRangeIPReservation{ObjectMeta: metav1.ObjectMeta{Name: "10.60.0.9"}})
+		},
+		"delete services": func() error { return sa.DeleteAllOf(ctx, &corev1.Service{}, client.InNamespace("default")) },
+		"update egress routers": func() error {
+			u := &unstructured.Unstructured{}
+			u.SetGroupVersionKind(networkv1.GroupVersion.WithKind("EgressRouter"))
+			u.SetNamespace("default")
+			u.SetName("x")
+			return sa.Update(ctx, u)
+		},
 		"delete pools":           func() error { return sa.Delete(ctx, pool) },
 		"update pools":           func() error { return sa.Update(ctx, pool) },
 		"delete nodes":           func() error { return sa.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}}) },

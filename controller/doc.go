@@ -14,6 +14,9 @@
 //     (nad_gate.go); until then the controller runs without it and is not ready.
 //   - Nodes and slices (node_*.go, slice_*.go): reclaims the reservations and slices of a deleted
 //     node, and gives back slices that stay empty past a grace period.
+//   - EgressRouters (egressrouter_*.go): NAD X, Pod X and Service X for each router X, the pod
+//     replaced delete-then-create, the router's address claimed in its spec.pool, and the
+//     Available, Progressing and Degraded conditions; docs/egress-router.md.
 //
 // Every reconciler runs only in the elected leader. Releases are Events and metrics; docs/controller.md
 // lists the flags, the metrics and the GC policy.

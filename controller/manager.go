@@ -109,6 +109,7 @@ func setup(mgr manager.Manager, opts Options) error {
 		},
 		&nodeReconciler{Client: mgr.GetClient(), Live: mgr.GetAPIReader(), Release: rel, Grace: opts.GCGrace},
 		&sliceReconciler{Client: mgr.GetClient(), Release: rel, Grace: opts.SliceGrace},
+		&egressRouterReconciler{Client: mgr.GetClient(), Live: mgr.GetAPIReader(), Recorder: recorder, Image: opts.EgressRouterImage, Workers: egressWorkers},
 	}
 	for _, r := range reconcilers {
 		if err := r.SetupWithManager(mgr); err != nil {

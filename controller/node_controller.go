@@ -88,6 +88,9 @@ func (r *nodeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	}
 	for i := range reservations.Items {
 		res := &reservations.Items[i]
+		if heldByEgressRouter(res) {
+			continue // a router's address belongs to the router, which releases it (no node holds it)
+		}
 		pod := r.cachedPod(ctx, res)
 		if pod != nil && pod.Spec.NodeName != "" && pod.Spec.NodeName != req.Name {
 			// The pod runs on a node of another name: the agent's node name is not the Node's.

@@ -76,6 +76,9 @@ type Options struct {
 	// PoolStatusInterval is the shortest time between two status writes of one pool.
 	PoolStatusInterval time.Duration
 
+	// EgressRouterImage is the image of EgressRouter pods, which only hold the network namespace.
+	EgressRouterImage string
+
 	// Logger receives the manager's structured logs; logr.Discard() when unset.
 	Logger logr.Logger
 	// Registerer receives netpool's own metrics; controller-runtime's registry (served on
@@ -102,6 +105,7 @@ func DefaultOptions() Options {
 		GCWorkers:               DefaultGCWorkers,
 		SliceGrace:              DefaultSliceGrace,
 		PoolStatusInterval:      DefaultPoolStatusInterval,
+		EgressRouterImage:       DefaultEgressRouterImage,
 	}
 }
 
@@ -124,6 +128,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.DryRun, "dry-run", o.DryRun, "report leaked reservations (Events, metrics, logs) without releasing them")
 	fs.DurationVar(&o.SliceGrace, "slice-grace", o.SliceGrace, "how long a slice stays without reservations of its node before it goes back to its pool")
 	fs.DurationVar(&o.PoolStatusInterval, "pool-status-interval", o.PoolStatusInterval, "shortest time between two status writes of one pool")
+	fs.StringVar(&o.EgressRouterImage, "egress-router-image", o.EgressRouterImage, "image of EgressRouter pods (it only holds the pod's network namespace)")
 }
 
 // Validate reports the first option that cannot work, naming the flag and the value.
@@ -167,6 +172,9 @@ func (o *Options) Validate() error {
 	}
 	if o.Burst < 1 {
 		errs = append(errs, fmt.Errorf("--kube-api-burst %d must be at least 1", o.Burst))
+	}
+	if o.EgressRouterImage == "" {
+		errs = append(errs, errors.New("--egress-router-image must not be empty"))
 	}
 	if o.GCWorkers < 1 {
 		errs = append(errs, fmt.Errorf("--gc-workers %d must be at least 1", o.GCWorkers))

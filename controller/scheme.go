@@ -8,16 +8,18 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
+	networkv1 "github.com/netpool/netpool/crds/network/v1"
 )
 
 // NewScheme returns a scheme with the kinds the controller reads and writes: client-go's built-in
-// kinds (pods, nodes, namespaces, events, leases), netpool's ipam.netpool.io kinds and Multus'
+// kinds (pods, nodes, namespaces, events, leases), netpool's ipam.netpool.io and network.netpool.io kinds and Multus'
 // NetworkAttachmentDefinition.
 func NewScheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{
 		clientgoscheme.AddToScheme,
 		ipamv1.AddToScheme,
+		networkv1.AddToScheme,
 		nadv1.AddToScheme,
 	} {
 		if err := add(s); err != nil {

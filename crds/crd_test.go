@@ -175,3 +175,39 @@ func TestCheckRules(t *testing.T) {
 		t.Fatalf("checkRules = %q, want %q", got, want)
 	}
 }
+
+// TestEgressRouterCRD pins what `kubectl get egressrouters` shows and how the kind is served.
+func TestEgressRouterCRD(t *testing.T) {
+	crd := loadCRD(t, "network.netpool.io_egressrouters.yaml")
+	if crd.Spec.Group != "network.netpool.io" || crd.Spec.Names.Kind != "EgressRouter" {
+		t.Fatalf("group %q kind %q, want network.netpool.io EgressRouter", crd.Spec.Group, crd.Spec.Names.Kind)
+	}
+	if crd.Spec.Scope != apiextensionsv1.NamespaceScoped {
+		t.Errorf("scope %q, want Namespaced", crd.Spec.Scope)
+	}
+	if len(crd.Spec.Versions) != 1 {
+		t.Fatalf("%d versions, want 1", len(crd.Spec.Versions))
+	}
+	v := crd.Spec.Versions[0]
+	if v.Name != "v1" || !v.Served || !v.Storage || v.Subresources == nil || v.Subresources.Status == nil {
+		t.Errorf("version %s served=%t storage=%t, want v1 served and stored with a status subresource", v.Name, v.Served, v.Storage)
+	}
+	want := []column{
+		{"Address", ".status.addresses[*].ip", "string", 0},
+		{"Available", `.status.conditions[?(@.type=="Available")].status`, "string", 0},
+		{"Degraded", `.status.conditions[?(@.type=="Degraded")].status`, "string", 0},
+		{"Reason", `.status.conditions[?(@.type=="Degraded")].reason`, "string", 1},
+		{"Pool", ".spec.pool", "string", 1},
+		{"Age", ".metadata.creationTimestamp", "date", 0},
+	}
+	var got []column
+	for _, c := range v.AdditionalPrinterColumns {
+		got = append(got, column{c.Name, c.JSONPath, c.Type, c.Priority})
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("printer columns\n got %+v\nwant %+v", got, want)
+	}
+	for _, problem := range checkRules(v.Schema.OpenAPIV3Schema, "") {
+		t.Error(problem)
+	}
+}

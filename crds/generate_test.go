@@ -17,9 +17,10 @@ import (
 // pattern of the files it owns there: a committed file that matches the pattern but that the
 // generator no longer writes is stale too.
 var generatedDirs = map[string]string{
-	"crds/bases":         "ipam.netpool.io_*.yaml",
-	"deploy/crds":        "ipam.netpool.io_*.yaml",
+	"crds/bases":         "*.netpool.io_*.yaml",
+	"deploy/crds":        "*.netpool.io_*.yaml",
 	"crds/ipam/v1alpha1": "zz_generated.*.go",
+	"crds/network/v1":    "zz_generated.*.go",
 }
 
 // TestGeneratedFilesAreUpToDate runs the generator into a temporary directory and compares its

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Regenerates what is derived from the API types under crds/ipam/, with controller-gen:
+# Regenerates what is derived from the API types under crds/ipam/ and crds/network/, with
+# controller-gen:
 #
-#   crds/ipam/<version>/zz_generated.deepcopy.go   DeepCopy methods of every type
-#   crds/bases/ipam.netpool.io_<plural>.yaml       one CustomResourceDefinition per kind
-#   deploy/crds/ipam.netpool.io_<plural>.yaml      the same files, so that a cluster operator can
+#   crds/<api>/<version>/zz_generated.deepcopy.go  DeepCopy methods of every type
+#   crds/bases/<group>_<plural>.yaml               one CustomResourceDefinition per kind
+#                                                  (groups ipam.netpool.io and network.netpool.io)
+#   deploy/crds/<group>_<plural>.yaml              the same files, so that a cluster operator can
 #                                                  `kubectl apply -f deploy/crds/`
 #   deploy/controller-role.yaml                    the controller's ClusterRole and leader election
 #                                                  Role, from the RBAC markers in controller/
@@ -52,7 +54,7 @@ cd "$root"
 export GOWORK=off
 
 # DeepCopy methods, next to the types of each API version.
-for dir in crds/ipam/*/; do
+for dir in crds/ipam/*/ crds/network/*/; do
 	dir="${dir%/}"
 	mkdir -p "$out/$dir"
 	"$gen" object paths="./$dir" output:object:dir="$out/$dir"
@@ -63,10 +65,10 @@ done
 # deploy/crds (a kustomization, say) are left alone.
 crdtmp="$(mktemp -d)"
 trap 'rm -rf "$crdtmp"' EXIT
-"$gen" crd paths=./crds/ipam/... output:crd:dir="$crdtmp"
+"$gen" crd paths=./crds/ipam/... paths=./crds/network/... output:crd:dir="$crdtmp"
 for dest in "$out/crds/bases" "$out/deploy/crds"; do
 	mkdir -p "$dest"
-	rm -f "$dest"/ipam.netpool.io_*.yaml
+	rm -f "$dest"/ipam.netpool.io_*.yaml "$dest"/network.netpool.io_*.yaml
 	cp "$crdtmp"/*.yaml "$dest/"
 done
 log "wrote $(cd "$crdtmp" && echo *.yaml) into $out/crds/bases and $out/deploy/crds"

@@ -1,5 +1,5 @@
 // Command netpool-controller is netpool's IPAM controller: pool status, leak GC, pools from NADs,
-// and the reclaim of deleted nodes' addresses and idle slices. Run it as a Deployment (two
+// the reclaim of deleted nodes' addresses and idle slices, and EgressRouters. Run it as a Deployment (two
 // replicas elect a leader); all its logic lives in package controller, and docs/controller.md
 // documents its flags.
 package main
