@@ -29,8 +29,9 @@ var SupportedVersions = version.PluginSupports("0.3.0", "0.3.1", "0.4.0", "1.0.0
 type Plugin struct {
 	// ReadFile reads the global flat config file; os.ReadFile in the binary.
 	ReadFile ipam.FlatReader
-	// OpenStore opens the store a config selects.
-	OpenStore func(*ipam.Config) (allocator.Store, error)
+	// OpenStore opens the store a config selects, and returns the config resolved against it: a
+	// store may fill in what the config leaves to it (the ranges of a referenced IPPool).
+	OpenStore func(*ipam.Config) (allocator.Store, *ipam.Config, error)
 	// Stdout receives the result; Stderr receives logs when the config names no log_file.
 	Stdout io.Writer
 	Stderr io.Writer
@@ -44,14 +45,19 @@ func New() *Plugin {
 	return &Plugin{ReadFile: os.ReadFile, OpenStore: OpenStore, Stdout: os.Stdout, Stderr: os.Stderr, Forward: agentproto.Call}
 }
 
-// OpenStore opens the datastore a config selects.
-func OpenStore(c *ipam.Config) (allocator.Store, error) {
+// OpenStore opens the datastore a config selects. The embedded store resolves nothing: the config
+// comes back as it is.
+func OpenStore(c *ipam.Config) (allocator.Store, *ipam.Config, error) {
 	switch c.Datastore {
 	case ipam.DatastoreBbolt:
-		return boltstore.Open(c.BboltPath, c.LockTimeout)
+		st, err := boltstore.Open(c.BboltPath, c.LockTimeout)
+		if err != nil {
+			return nil, nil, err
+		}
+		return st, c, nil
 	}
 	// datastore kubernetes is served by the node agent; only a Plugin without Forward gets here.
-	return nil, fmt.Errorf("%w: %q is served by the netpool agent, and this process does not forward to it",
+	return nil, nil, fmt.Errorf("%w: %q is served by the netpool agent, and this process does not forward to it",
 		errDatastoreNotSupported, c.Datastore)
 }
 
@@ -77,12 +83,13 @@ type session struct {
 
 func (p *Plugin) open(cfg *ipam.Config) (*session, error) {
 	log, closeLog := p.logger(cfg)
-	store, err := p.OpenStore(cfg)
+	store, resolved, err := p.OpenStore(cfg)
 	if err != nil {
 		log.Error("Opening store failed", "datastore", cfg.Datastore, "path", cfg.BboltPath, "err", err)
 		closeLog()
 		return nil, err
 	}
+	cfg = resolved
 	// The lock wait is bounded by Open; the context bounds the work after it, so the runtime never
 	// waits on netpool for longer than the lock timeout twice over.
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.LockTimeout)
