@@ -95,7 +95,7 @@ func setup(mgr manager.Manager, opts Options) error {
 	if err := setupIndexes(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
-	recorder := mgr.GetEventRecorder(eventSource)
+	recorder := truncatingRecorder{EventRecorder: mgr.GetEventRecorder(eventSource), log: mgr.GetLogger().WithName("events")}
 	rel := &releaser{client: mgr.GetClient(), recorder: recorder, metrics: m, dryRun: opts.DryRun}
 	reconcilers := []interface{ SetupWithManager(ctrl.Manager) error }{
 		&poolStatusReconciler{Client: mgr.GetClient(), Metrics: m, Interval: opts.PoolStatusInterval},
