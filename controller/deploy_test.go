@@ -150,14 +150,16 @@ func wantForbidden(t *testing.T, sa client.Client) {
 	ctx := context.Background()
 	pool := &ipamv1.IPPool{ObjectMeta: metav1.ObjectMeta{Name: "rbac"}}
 	attempts := map[string]func() error{
-		"read secrets":           func() error { return sa.List(ctx, &corev1.SecretList{}) },
-		"delete pods":            func() error { return sa.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace("default")) },
-		"create reservations":    func() error { return sa.Create(ctx, newReservation("rbac", "10.60.0.9", nil, "node-a")) },
-		"delete pools":           func() error { return sa.Delete(ctx, pool) },
-		"update pools":           func() error { return sa.Update(ctx, pool) },
-		"delete nodes":           func() error { return sa.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}}) },
-		"delete events":          func() error { return sa.DeleteAllOf(ctx, &eventsv1.Event{}, client.InNamespace("default")) },
-		"write leases elsewhere": func() error { return sa.DeleteAllOf(ctx, leaseObject(), client.InNamespace("kube-system")) },
+		"read secrets":        func() error { return sa.List(ctx, &corev1.SecretList{}) },
+		"delete pods":         func() error { return sa.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace("default")) },
+		"create reservations": func() error { return sa.Create(ctx, newReservation("rbac", "10.60.0.9", nil, "node-a")) },
+		// Deleting pools is granted: the controller removes derived pools that nothing uses
+		// (RBAC cannot narrow it to them; derived_pool_controller.go deletes no other).
+		"delete every pool at once": func() error { return sa.DeleteAllOf(ctx, &ipamv1.IPPool{}) },
+		"update pools":              func() error { return sa.Update(ctx, pool) },
+		"delete nodes":              func() error { return sa.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}}) },
+		"delete events":             func() error { return sa.DeleteAllOf(ctx, &eventsv1.Event{}, client.InNamespace("default")) },
+		"write leases elsewhere":    func() error { return sa.DeleteAllOf(ctx, leaseObject(), client.InNamespace("kube-system")) },
 	}
 	for what, attempt := range attempts {
 		if err := attempt(); !apierrors.IsForbidden(err) {

@@ -30,6 +30,10 @@ const (
 	// nadPoolField indexes NADs by the IPPool names their netpool IPAM sections derive or
 	// reference: a pool event finds the NADs to check again.
 	nadPoolField = "ipam.pools"
+	// reservationPoolField and slicePoolField index reservations and slices by spec.pool: what a
+	// pool still holds before it may be removed.
+	reservationPoolField = "spec.pool"
+	slicePoolField       = "spec.pool"
 )
 
 // indexer is the part of client.FieldIndexer setupIndexes needs.
@@ -54,6 +58,8 @@ func fieldIndexes() []fieldIndex {
 		{&ipamv1.IPPoolSlice{}, sliceNodePoolField, sliceNodePool},
 		{&ipamv1.IPPool{}, poolNetworkField, poolNetwork},
 		{&nadv1.NetworkAttachmentDefinition{}, nadPoolField, nadPools},
+		{&ipamv1.OverlappingRangeIPReservation{}, reservationPoolField, reservationPool},
+		{&ipamv1.IPPoolSlice{}, slicePoolField, slicePool},
 	}
 }
 
@@ -105,6 +111,22 @@ func sliceNodePool(obj client.Object) []string {
 		return nil
 	}
 	return []string{nodePoolKey(s.Spec.Node, s.Spec.Pool)}
+}
+
+func reservationPool(obj client.Object) []string {
+	r, ok := obj.(*ipamv1.OverlappingRangeIPReservation)
+	if !ok {
+		return nil
+	}
+	return []string{r.Spec.Pool}
+}
+
+func slicePool(obj client.Object) []string {
+	s, ok := obj.(*ipamv1.IPPoolSlice)
+	if !ok {
+		return nil
+	}
+	return []string{s.Spec.Pool}
 }
 
 func poolNetwork(obj client.Object) []string {

@@ -106,6 +106,7 @@ func setup(mgr manager.Manager, opts Options) error {
 		&nadReconciler{Client: mgr.GetClient(), Recorder: recorder},
 		&nodeReconciler{Client: mgr.GetClient(), Live: mgr.GetAPIReader(), Release: rel, Grace: opts.GCGrace},
 		&sliceReconciler{Client: mgr.GetClient(), Release: rel, Grace: opts.SliceGrace},
+		&derivedPoolReconciler{Client: mgr.GetClient(), Live: mgr.GetAPIReader(), Grace: opts.GCGrace},
 	}
 	for _, r := range reconcilers {
 		if err := r.SetupWithManager(mgr); err != nil {

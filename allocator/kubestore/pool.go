@@ -63,13 +63,17 @@ func (s *Store) ensureInlinePool(ctx context.Context, c *ipam.Config, r ipam.Ran
 		return nil, &ipam.ConfigError{Field: "range", Value: r.Subnet.String(), Reason: err.Error()}
 	}
 	name := want.Name
-	if st := s.poolStateFor(name); st != nil {
-		return st, nil // checked when it was first read; Bind applies the pool's rules
-	}
+	known := s.poolStateFor(name)
 	pool := &ipamv1.IPPool{}
 	err = s.retry(ctx, "read IPPool "+name, func(ctx context.Context) error {
 		return s.client.Get(ctx, client.ObjectKey{Name: name}, pool)
 	})
+	if known != nil && err == nil && pool.UID == known.pool.UID {
+		return known, nil // checked when it was first read; Bind applies the pool's rules
+	}
+	// Unknown, or gone from the cache: the controller removes derived pools that nothing uses, and
+	// the next call derives the pool again (a pool this agent created a moment ago and the cache
+	// has not seen yet comes back from the Create as AlreadyExists).
 	if apierrors.IsNotFound(err) {
 		if err := s.poolRules(ctx, want, c); err != nil {
 			return nil, err
@@ -91,11 +95,25 @@ func (s *Store) ensureInlinePool(ctx context.Context, c *ipam.Config, r ipam.Ran
 	if err := ippool.CheckDerivedFor(pool, c.NetworkName, r); err != nil {
 		return nil, &ipam.ConfigError{Field: "range", Value: r.Subnet.String(), Reason: err.Error()}
 	}
+	if known != nil && pool.UID == known.pool.UID {
+		return known, nil
+	}
 	g, err := newGeometry(r.Subnet, pool.Spec.SliceSize)
 	if err != nil {
 		return nil, &ipam.ConfigError{Field: "IPPool " + name, Value: pool.Spec.Range, Reason: err.Error()}
 	}
+	if known != nil {
+		s.forgetPoolState(name) // another incarnation of the pool: its slices and cursor are not ours
+	}
 	return s.poolState(pool, g), nil
+}
+
+// forgetPoolState drops what the node knew of a pool that was deleted, so that the pool of that
+// name made next starts afresh. Calls still holding the old state finish with it.
+func (s *Store) forgetPoolState(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.pools, name)
 }
 
 // resolvePoolRef reads the operator-made pool c references and returns a copy of c with its

@@ -172,6 +172,65 @@ func TestPoolRules(t *testing.T) {
 		}
 	})
 
+	// The controller removes derived pools that nothing uses; an agent that knew the pool derives
+	// it again on its next call, rather than claiming in a pool that is gone.
+	t.Run("a derived pool removed while the agent knows it", func(t *testing.T) {
+		conf := netConf("gone", na.socket, `,"range":"10.99.0.0/24"`)
+		if ip := sh.addIP(t, "gone-0", conf); ip != "10.99.0.1" {
+			t.Fatalf("ADD got %s", ip)
+		}
+		if _, err := sh.call("DEL", "gone-0", "", conf); err != nil {
+			t.Fatal(err)
+		}
+		first := &ipamv1.IPPool{}
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: "10.99.0.0-24"}, first); err != nil {
+			t.Fatal(err)
+		}
+		var slices ipamv1.IPPoolSliceList
+		if err := env.Client.List(ctx, &slices); err != nil {
+			t.Fatal(err)
+		}
+		for _, sl := range slices.Items {
+			if sl.Spec.Pool == first.Name {
+				if err := env.Client.Delete(ctx, &sl); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if err := env.Client.Delete(ctx, first); err != nil {
+			t.Fatal(err)
+		}
+		err := eventually(func() error {
+			_, err := sh.call("ADD", "gone-1", "", conf)
+			if err != nil {
+				return err
+			}
+			again := &ipamv1.IPPool{}
+			if err := env.Client.Get(ctx, client.ObjectKey{Name: first.Name}, again); err != nil {
+				return err
+			}
+			if again.UID == first.UID {
+				return fmt.Errorf("the pool was not made again")
+			}
+			return nil
+		}, func(err error) bool { return err == nil })
+		if err != nil {
+			t.Fatalf("ADD after the pool was removed: %v", err)
+		}
+	})
+
+	t.Run("a config deriving more pools than allowed", func(t *testing.T) {
+		var rs []string
+		for i := range 17 {
+			rs = append(rs, fmt.Sprintf(`{"range":"10.100.%d.0/24"}`, i))
+		}
+		_, err := sh.call("ADD", "many-0", "", netConf("many", na.socket, `,"ipRanges":[`+strings.Join(rs, ",")+`]`))
+		wantCode(t, err, types.ErrInvalidNetworkConfig, "17 inline ranges would derive as many IPPools; one NAD may derive at most 16")
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: "10.100.0.0-24"}, &ipamv1.IPPool{}); !apierrors.IsNotFound(err) {
+			t.Errorf("a pool of the refused config: %v, want NotFound", err)
+		}
+	})
+
 	// One limit on exclusions, the same in Kubernetes mode as in the embedded store.
 	t.Run("a config over the exclusion limit", func(t *testing.T) {
 		var ex []string
