@@ -144,12 +144,15 @@ type IPPoolSpec struct {
 	// namespaceSelector limits which namespaces' NADs and pods may draw from this pool. The cluster
 	// operator owns pools and application developers own NADs, so an operator-made pool that a NAD
 	// references by name admits only the namespaces this selects. When unset, every namespace may
-	// draw from it.
+	// draw from it. An inline (derived) pool of the same network whose window overlaps this one's
+	// admits only the namespaces this selects, too.
 	// +optional
 	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
 
-	// nodeSelector limits which nodes may claim slices of this pool and allocate from it. When
-	// unset, every node may.
+	// nodeSelector limits which nodes may allocate from this pool: the node agent checks it
+	// against the labels of its own Node and refuses the others (CNI error 7). When unset, every
+	// node may. Like namespaceSelector, it also governs the addresses of any pool of the same
+	// network whose window overlaps this one's.
 	// +optional
 	NodeSelector *metav1.LabelSelector `json:"nodeSelector,omitempty"`
 
