@@ -224,8 +224,8 @@ func (r *nadReconciler) checkReference(ctx context.Context, nad *nadv1.NetworkAt
 		}
 		return fmt.Errorf("failed to get IPPool %s: %w", s.Config.Pool, err)
 	}
-	if n := s.Config.NetworkName; n != "" && n != pool.Spec.NetworkName {
-		r.unusable(nad, s, fmt.Errorf("network_name %q: differs from the networkName %q of IPPool %s", n, pool.Spec.NetworkName, pool.Name))
+	if err := ippool.CheckReference(pool, s.Config.NetworkName); err != nil {
+		r.unusable(nad, s, err)
 		return nil
 	}
 	if _, err := ippool.ResolveOverlapping(pool, s.Config); err != nil {

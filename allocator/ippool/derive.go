@@ -57,3 +57,12 @@ func CheckDerivedFor(p *ipamv1.IPPool, networkName string, r ipam.Range) error {
 	}
 	return nil
 }
+
+// CheckReference checks that a config with networkName may reference pool p by name: a config
+// that states a network_name must state the pool's.
+func CheckReference(p *ipamv1.IPPool, networkName string) error {
+	if networkName != "" && networkName != p.Spec.NetworkName {
+		return fmt.Errorf("network_name %q: differs from the networkName %q of IPPool %s", networkName, p.Spec.NetworkName, p.Name)
+	}
+	return nil
+}

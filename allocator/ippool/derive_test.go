@@ -123,3 +123,17 @@ func TestCheckDerivedFor(t *testing.T) {
 		t.Fatalf("err = %v, want %q", err, want)
 	}
 }
+
+func TestCheckReference(t *testing.T) {
+	p := &ipamv1.IPPool{ObjectMeta: metav1.ObjectMeta{Name: "shared"}, Spec: ipamv1.IPPoolSpec{Range: "10.1.0.0/24", NetworkName: "red"}}
+	if err := CheckReference(p, ""); err != nil {
+		t.Errorf("no network_name: %v", err)
+	}
+	if err := CheckReference(p, "red"); err != nil {
+		t.Errorf("the pool's network_name: %v", err)
+	}
+	err := CheckReference(p, "blue")
+	if want := `network_name "blue": differs from the networkName "red" of IPPool shared`; err == nil || err.Error() != want {
+		t.Errorf("err = %v, want %q", err, want)
+	}
+}

@@ -134,9 +134,8 @@ func (s *Store) resolvePoolRef(ctx context.Context, c *ipam.Config) (*ipam.Confi
 	if err != nil {
 		return nil, apiFailure("read IPPool "+c.Pool, err)
 	}
-	if c.NetworkName != "" && c.NetworkName != pool.Spec.NetworkName {
-		return nil, &ipam.ConfigError{Field: "network_name", Value: c.NetworkName,
-			Reason: fmt.Sprintf("differs from the networkName %q of IPPool %s", pool.Spec.NetworkName, c.Pool)}
+	if err := ippool.CheckReference(pool, c.NetworkName); err != nil {
+		return nil, &ipam.ConfigError{Field: "pool", Value: c.Pool, Reason: err.Error()}
 	}
 	parsed, err := ippool.Parse(pool)
 	if err != nil {
