@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/big"
 	"net/netip"
+	"sync/atomic"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -22,6 +23,9 @@ type poolState struct {
 	lock chan struct{}
 	// pool is the IPPool as first read; its range and sliceSize cannot change.
 	pool *ipamv1.IPPool
+	// seen is set once the cache has shown this pool (this UID): from then on, the pool missing
+	// from the cache means it was deleted, not that the cache has yet to see it.
+	seen atomic.Bool
 
 	// loaded is set once the node's slices of the pool have been read from the cache.
 	loaded bool
@@ -68,19 +72,38 @@ func (s *Store) ensureInlinePool(ctx context.Context, c *ipam.Config, r ipam.Ran
 	err = s.retry(ctx, "read IPPool "+name, func(ctx context.Context) error {
 		return s.client.Get(ctx, client.ObjectKey{Name: name}, pool)
 	})
-	if known != nil && err == nil && pool.UID == known.pool.UID {
+	switch {
+	case known == nil:
+	case err == nil && pool.UID == known.pool.UID:
+		known.seen.Store(true)
 		return known, nil // checked when it was first read; Bind applies the pool's rules
+	case apierrors.IsNotFound(err) && !known.seen.Load():
+		// Created by this agent a moment ago and not in the cache yet, or deleted before the
+		// cache ever showed it: the API server tells. If it cannot answer, what the agent knows
+		// is the pool.
+		live := &ipamv1.IPPool{}
+		actx, cancel := context.WithTimeout(ctx, attemptTimeout)
+		lerr := s.live.Get(actx, client.ObjectKey{Name: name}, live)
+		cancel()
+		if !apierrors.IsNotFound(lerr) && (lerr != nil || live.UID == known.pool.UID) {
+			return known, nil
+		}
+	case err != nil && !apierrors.IsNotFound(err):
+		return known, nil // the cache cannot answer; what the agent knows will do
 	}
-	// Unknown, or gone from the cache: the controller removes derived pools that nothing uses, and
-	// the next call derives the pool again (a pool this agent created a moment ago and the cache
-	// has not seen yet comes back from the Create as AlreadyExists).
+	// Unknown, or gone from the cache after it was there: the controller removes derived pools
+	// that nothing uses, and the next call derives the pool again.
 	if apierrors.IsNotFound(err) {
 		if err := s.poolRules(ctx, want, c); err != nil {
 			return nil, err
 		}
-		pool = want
 		err = s.retry(ctx, "create IPPool "+name, func(ctx context.Context) error {
-			return s.client.Create(ctx, pool.DeepCopy())
+			made := want.DeepCopy() // each attempt sends the pool as derived
+			if err := s.client.Create(ctx, made); err != nil {
+				return err
+			}
+			pool = made // with the UID the API server gave it
+			return nil
 		})
 		if apierrors.IsAlreadyExists(err) {
 			// Another node created it first (or an earlier attempt of ours did): read it back.
