@@ -7,6 +7,7 @@ import (
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/netpool/netpool/allocator/ippool"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
 	"github.com/netpool/netpool/ipam"
 )
@@ -167,7 +168,7 @@ func sectionPools(c *ipam.Config) []string {
 	}
 	names := make([]string, len(c.Ranges))
 	for i, r := range c.Ranges {
-		names[i] = ipamv1.PoolName(c.NetworkName, r.Subnet)
+		names[i] = ippool.DerivedName(c.NetworkName, r.Subnet)
 	}
 	return names
 }

@@ -2,6 +2,7 @@ package ippool
 
 import (
 	"fmt"
+	"net/netip"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -22,7 +23,7 @@ func Derive(networkName string, r ipam.Range, overlapping bool) (*ipamv1.IPPool,
 	}
 	p := &ipamv1.IPPool{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:   ipamv1.PoolName(networkName, r.Subnet),
+			Name:   DerivedName(networkName, r.Subnet),
 			Labels: map[string]string{ipamv1.DerivedLabel: ipamv1.DerivedLabelValue},
 		},
 		Spec: ipamv1.IPPoolSpec{Range: r.Subnet.String(), NetworkName: networkName, Exclude: r.ExcludedCIDRs()},
@@ -41,6 +42,12 @@ func Derive(networkName string, r ipam.Range, overlapping bool) (*ipamv1.IPPool,
 		p.Spec.OverlappingRanges = ipamv1.OverlappingRangesDisabled
 	}
 	return p, nil
+}
+
+// DerivedName is the name of the pool derived from an inline range of subnet in network
+// networkName: ipamv1.PoolName, whereabouts' naming.
+func DerivedName(networkName string, subnet netip.Prefix) string {
+	return ipamv1.PoolName(networkName, subnet)
 }
 
 // IsDerived reports whether p was derived from a NAD's inline range rather than made by an operator.

@@ -60,7 +60,7 @@ func (s *Store) poolStateFor(name string) *poolState {
 // ensureInlinePool returns the pool of range r of an inline (whereabouts-style) config, creating
 // the IPPool the pool model derives from it (ippool.Derive) on first use. An existing pool of that
 // name must have the same range and network name. A pool that would refuse the call anyway (see
-// admission) is not created, so a refused config changes no state.
+// poolRules) is not created, so a refused config changes no state.
 func (s *Store) ensureInlinePool(ctx context.Context, c *ipam.Config, r ipam.Range) (*poolState, error) {
 	want, err := ippool.Derive(c.NetworkName, r, c.EnableOverlappingRanges)
 	if err != nil {
