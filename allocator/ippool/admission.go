@@ -3,6 +3,7 @@ package ippool
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -60,6 +61,11 @@ func Governing(p *Pool, peers []ipamv1.IPPool) []*Pool {
 	for i := range peers {
 		q := &peers[i]
 		if q.Name == p.Name() || q.DeletionTimestamp != nil || q.Spec.NetworkName != p.NetworkName() {
+			continue
+		}
+		// Most peers of a network lie elsewhere: their subnet alone says so, without parsing the
+		// whole spec (this runs on every ADD, over every pool of the network).
+		if sub, err := netip.ParsePrefix(q.Spec.Range); err == nil && !sub.Masked().Overlaps(p.Range.Subnet) {
 			continue
 		}
 		qp, err := Parse(q)

@@ -1,6 +1,7 @@
 package ippool
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -106,5 +107,23 @@ func TestGoverningAndAdmit(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkGoverning is the cost the agent pays on every ADD: the pool's rules over the other pools
+// of its network (here 100, one of which overlaps).
+func BenchmarkGoverning(b *testing.B) {
+	var peers []ipamv1.IPPool
+	for i := range 100 {
+		peers = append(peers, poolOf(fmt.Sprintf("p%d", i), "corp", fmt.Sprintf("10.%d.0.0/16", i), false))
+	}
+	target, err := Parse(&ipamv1.IPPool{ObjectMeta: metav1.ObjectMeta{Name: "t"}, Spec: ipamv1.IPPoolSpec{Range: "10.50.0.0/24", NetworkName: "corp"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if got := Governing(target, peers); len(got) != 2 {
+			b.Fatalf("%d governing pools", len(got))
+		}
 	}
 }
