@@ -176,11 +176,13 @@ func wantForbidden(t *testing.T, sa client.Client) {
 			u.SetName("x")
 			return sa.Update(ctx, u)
 		},
-		"delete pools":           func() error { return sa.Delete(ctx, pool) },
-		"update pools":           func() error { return sa.Update(ctx, pool) },
-		"delete nodes":           func() error { return sa.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}}) },
-		"delete events":          func() error { return sa.DeleteAllOf(ctx, &eventsv1.Event{}, client.InNamespace("default")) },
-		"write leases elsewhere": func() error { return sa.DeleteAllOf(ctx, leaseObject(), client.InNamespace("kube-system")) },
+		// Deleting pools is granted: the controller removes derived pools that nothing uses
+		// (RBAC cannot narrow it to them; derived_pool_controller.go deletes no other).
+		"delete every pool at once": func() error { return sa.DeleteAllOf(ctx, &ipamv1.IPPool{}) },
+		"update pools":              func() error { return sa.Update(ctx, pool) },
+		"delete nodes":              func() error { return sa.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}}) },
+		"delete events":             func() error { return sa.DeleteAllOf(ctx, &eventsv1.Event{}, client.InNamespace("default")) },
+		"write leases elsewhere":    func() error { return sa.DeleteAllOf(ctx, leaseObject(), client.InNamespace("kube-system")) },
 	}
 	for what, attempt := range attempts {
 		if err := attempt(); !apierrors.IsForbidden(err) {

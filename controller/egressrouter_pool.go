@@ -10,14 +10,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/netpool/netpool/allocator/ippool"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
 	networkv1 "github.com/netpool/netpool/crds/network/v1"
 	"github.com/netpool/netpool/ipam"
 )
 
 // The router's claims in its spec.pool. Each router address is one OverlappingRangeIPReservation
-// under the name the IPAM agent would use (ReservationName with the pool's network as the scope,
-// the scope of enable_overlapping_ranges, whereabouts' and netpool's default), so the agent's
+// under the name the IPAM agent would use (ReservationName with the scope the pool model gives the
+// pool's recorded overlappingRanges mode: the network by default, else the pool), so the agent's
 // Create of that address gets AlreadyExists and moves on: no pod is handed it. The reservation
 // carries no pod (GC keeps reservations without a podRef) and the label RouterUIDLabel; node
 // reclaim skips it. The router's finalizer releases it once the router's pod is gone.
@@ -77,7 +78,7 @@ func (e *egressRouterReconciler) claimPoolAddresses(ctx context.Context, r *netw
 		}
 		return nil, nil, fmt.Errorf("failed to get IPPool %s: %w", r.Spec.Pool, err)
 	}
-	rng, err := poolRange(&pool.Spec)
+	rng, err := ippool.RangeOf(&pool.Spec)
 	if err != nil {
 		return nil, nil, &egressProblem{networkv1.ReasonPoolInvalid, fmt.Sprintf("IPPool %s: %v", pool.Name, err)}
 	}
@@ -182,7 +183,7 @@ func (e *egressRouterReconciler) allocate(ctx context.Context, r *networkv1.Egre
 func (e *egressRouterReconciler) claim(ctx context.Context, r *networkv1.EgressRouter, pool *ipamv1.IPPool, addr netip.Addr) (string, error) {
 	res := &ipamv1.OverlappingRangeIPReservation{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: ipamv1.ReservationName(pool.Spec.NetworkName, addr),
+			Name: ipamv1.ReservationName(ippool.ReservationScope(pool.Name, pool.Spec.NetworkName, ippool.Overlapping(pool)), addr),
 			Labels: map[string]string{
 				ipamv1.PoolLabel:         ipamv1.LabelValue(pool.Name),
 				networkv1.RouterUIDLabel: string(r.UID),

@@ -7,6 +7,7 @@ import (
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/netpool/netpool/allocator/ippool"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
 	"github.com/netpool/netpool/ipam"
 )
@@ -30,6 +31,10 @@ const (
 	// nadPoolField indexes NADs by the IPPool names their netpool IPAM sections derive or
 	// reference: a pool event finds the NADs to check again.
 	nadPoolField = "ipam.pools"
+	// reservationPoolField and slicePoolField index reservations and slices by spec.pool: what a
+	// pool still holds before it may be removed.
+	reservationPoolField = "spec.pool"
+	slicePoolField       = "spec.pool"
 )
 
 // indexer is the part of client.FieldIndexer setupIndexes needs.
@@ -67,6 +72,8 @@ func baseIndexes() []fieldIndex {
 func nadIndexes() []fieldIndex {
 	return []fieldIndex{
 		{&nadv1.NetworkAttachmentDefinition{}, nadPoolField, nadPools},
+		{&ipamv1.OverlappingRangeIPReservation{}, reservationPoolField, reservationPool},
+		{&ipamv1.IPPoolSlice{}, slicePoolField, slicePool},
 	}
 }
 
@@ -120,6 +127,22 @@ func sliceNodePool(obj client.Object) []string {
 	return []string{nodePoolKey(s.Spec.Node, s.Spec.Pool)}
 }
 
+func reservationPool(obj client.Object) []string {
+	r, ok := obj.(*ipamv1.OverlappingRangeIPReservation)
+	if !ok {
+		return nil
+	}
+	return []string{r.Spec.Pool}
+}
+
+func slicePool(obj client.Object) []string {
+	s, ok := obj.(*ipamv1.IPPoolSlice)
+	if !ok {
+		return nil
+	}
+	return []string{s.Spec.Pool}
+}
+
 func poolNetwork(obj client.Object) []string {
 	p, ok := obj.(*ipamv1.IPPool)
 	if !ok {
@@ -158,7 +181,7 @@ func sectionPools(c *ipam.Config) []string {
 	}
 	names := make([]string, len(c.Ranges))
 	for i, r := range c.Ranges {
-		names[i] = ipamv1.PoolName(c.NetworkName, r.Subnet)
+		names[i] = ippool.DerivedName(c.NetworkName, r.Subnet)
 	}
 	return names
 }

@@ -96,7 +96,7 @@ func setup(mgr manager.Manager, opts Options) error {
 	if err := setupIndexes(context.Background(), mgr.GetFieldIndexer(), baseIndexes()); err != nil {
 		return err
 	}
-	recorder := mgr.GetEventRecorder(eventSource)
+	recorder := truncatingRecorder{EventRecorder: mgr.GetEventRecorder(eventSource), log: mgr.GetLogger().WithName("events")}
 	rel := &releaser{client: mgr.GetClient(), recorder: recorder, metrics: m, dryRun: opts.DryRun}
 	reconcilers := []interface{ SetupWithManager(ctrl.Manager) error }{
 		&poolStatusReconciler{
@@ -110,6 +110,7 @@ func setup(mgr manager.Manager, opts Options) error {
 		&nodeReconciler{Client: mgr.GetClient(), Live: mgr.GetAPIReader(), Release: rel, Grace: opts.GCGrace},
 		&sliceReconciler{Client: mgr.GetClient(), Release: rel, Grace: opts.SliceGrace},
 		&egressRouterReconciler{Client: mgr.GetClient(), Live: mgr.GetAPIReader(), Recorder: recorder, Image: opts.EgressRouterImage, Workers: egressWorkers},
+		&derivedPoolReconciler{Client: mgr.GetClient(), Live: mgr.GetAPIReader(), Grace: opts.GCGrace},
 	}
 	for _, r := range reconcilers {
 		if err := r.SetupWithManager(mgr); err != nil {

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/netpool/netpool/allocator/ippool"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
 	"github.com/netpool/netpool/ipam"
 )
@@ -30,7 +31,12 @@ import (
 //     and no pool;
 //   - each inline range of a kubernetes-datastore section gets its pool, created if missing;
 //   - a reference to an operator-made pool is checked: the pool exists, and its namespaceSelector
-//     admits the NAD's namespace; a failure is a Warning Event.
+//     admits the NAD's namespace; a failure is a Warning Event;
+//   - every pool a section uses is judged by the pool model (allocator/ippool) as the agent judges
+//     it: its enable_overlapping_ranges agrees with the pool's, the pool is not Invalid or yielding
+//     to an overlapping pool, and every pool whose window it overlaps admits the namespace. A
+//     derived pool that would fail is not created, and a NAD deriving more than
+//     ippool.MaxDerivedPools pools creates none.
 //
 // Pools are not owned by NADs (a cluster-scoped object cannot be owned by a namespaced one, and
 // reservations may outlive the NAD); they stay when the NAD goes.
@@ -81,6 +87,11 @@ func (r *nadReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	if err := ippool.CheckDerivedCount(derivedRanges(sections)); err != nil {
+		r.Recorder.Eventf(nad, nil, corev1.EventTypeWarning, EventPoolUnusable, actionValidate,
+			"spec.config: %v; no pool is created until it is fixed", err)
+		return ctrl.Result{}, nil
+	}
 	var errs []error
 	for _, s := range sections {
 		c := s.Config
@@ -98,38 +109,94 @@ func (r *nadReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	return ctrl.Result{}, errors.Join(errs...)
 }
 
+// derivedRanges counts the inline ranges of a NAD's kubernetes-datastore sections: the pools it
+// derives.
+func derivedRanges(sections []ipam.Section) int {
+	n := 0
+	for _, s := range sections {
+		if s.Config.Datastore == ipam.DatastoreKubernetes && s.Config.Pool == "" {
+			n += len(s.Config.Ranges)
+		}
+	}
+	return n
+}
+
 // ensurePool creates the pool of inline range i of section s when it is missing, and otherwise
-// checks that the existing pool is the one the range describes and admits the NAD's namespace.
+// checks that the existing pool is the one the range describes and can serve the NAD. A pool that
+// the rules of the pool model would refuse (it overlaps an operator's pool that does not admit the
+// namespace, for example) is not created; the NAD gets a Warning Event instead.
 func (r *nadReconciler) ensurePool(ctx context.Context, nad *nadv1.NetworkAttachmentDefinition, s ipam.Section,
 	i int, rng ipam.Range, nsLabels map[string]string) error {
-	name := ipamv1.PoolName(s.Config.NetworkName, rng.Subnet)
-	pool := &ipamv1.IPPool{}
-	err := r.Client.Get(ctx, client.ObjectKey{Name: name}, pool)
-	if apierrors.IsNotFound(err) {
-		return r.createPool(ctx, nad, s, i, name, rng)
-	}
+	want, err := ippool.Derive(s.Config.NetworkName, rng, s.Config.EnableOverlappingRanges)
 	if err != nil {
-		return fmt.Errorf("failed to get IPPool %s: %w", name, err)
-	}
-	if pool.Spec.Range != rng.Subnet.String() || pool.Spec.NetworkName != s.Config.NetworkName {
-		r.unusable(nad, s, fmt.Errorf("range %s of network %q: IPPool %s already exists for range %s of network %q",
-			rng.Subnet, s.Config.NetworkName, name, pool.Spec.Range, pool.Spec.NetworkName))
+		r.unusable(nad, s, err)
 		return nil
 	}
-	if err := admits(pool, nad.Namespace, nsLabels); err != nil {
+	pool := &ipamv1.IPPool{}
+	err = r.Client.Get(ctx, client.ObjectKey{Name: want.Name}, pool)
+	if apierrors.IsNotFound(err) {
+		if err := r.judge(ctx, nad, s, want, nsLabels); err != nil {
+			if !errors.Is(err, errUnusable) {
+				return err
+			}
+			return nil
+		}
+		return r.createPool(ctx, nad, s, i, want, rng)
+	}
+	if err != nil {
+		return fmt.Errorf("failed to get IPPool %s: %w", want.Name, err)
+	}
+	if err := ippool.CheckDerivedFor(pool, s.Config.NetworkName, rng); err != nil {
+		r.unusable(nad, s, fmt.Errorf("range %s of network %q: %w", rng.Subnet, s.Config.NetworkName, err))
+		return nil
+	}
+	if _, err := ippool.ResolveOverlapping(pool, s.Config); err != nil {
 		r.unusable(nad, s, err)
+		return nil
+	}
+	if err := r.judge(ctx, nad, s, pool, nsLabels); err != nil && !errors.Is(err, errUnusable) {
+		return err
+	}
+	return nil
+}
+
+// errUnusable marks a judgement already reported on the NAD.
+var errUnusable = errors.New("pool unusable")
+
+// judge applies the pool model to one pool a section uses, as the agent will: the pool's verdict
+// (its spec parses, and it does not yield to an overlapping pool) and the namespace admission of
+// every pool whose window it overlaps. A refusal is reported on the NAD and returned wrapping
+// errUnusable; any other error is the API's.
+func (r *nadReconciler) judge(ctx context.Context, nad *nadv1.NetworkAttachmentDefinition, s ipam.Section,
+	pool *ipamv1.IPPool, nsLabels map[string]string) error {
+	parsed, err := ippool.Parse(pool)
+	if err != nil {
+		r.unusable(nad, s, fmt.Errorf("IPPool %s: %w", pool.Name, err))
+		return errUnusable
+	}
+	var peers ipamv1.IPPoolList
+	if err := r.Client.List(ctx, &peers, client.MatchingFields{poolNetworkField: pool.Spec.NetworkName}); err != nil {
+		return fmt.Errorf("failed to list the IPPools of network %q: %w", pool.Spec.NetworkName, err)
+	}
+	if text := ippool.OverlapText(parsed, peers.Items); text != "" {
+		r.unusable(nad, s, fmt.Errorf("IPPool %s cannot serve: %s", pool.Name, text))
+		return errUnusable
+	}
+	if err := ippool.Serving(pool); err != nil {
+		r.unusable(nad, s, err)
+		return errUnusable
+	}
+	subject := ippool.Subject{Namespace: nad.Namespace, NamespaceLabels: nsLabels}
+	if err := ippool.Admit(ippool.Governing(parsed, peers.Items), subject); err != nil {
+		r.unusable(nad, s, err)
+		return errUnusable
 	}
 	return nil
 }
 
 // createPool creates the derived pool of inline range i of section s.
 func (r *nadReconciler) createPool(ctx context.Context, nad *nadv1.NetworkAttachmentDefinition, s ipam.Section,
-	i int, name string, rng ipam.Range) error {
-	pool, err := derivedPool(name, s.Config.NetworkName, rng)
-	if err != nil {
-		r.unusable(nad, s, err)
-		return nil
-	}
+	i int, pool *ipamv1.IPPool, rng ipam.Range) error {
 	if err := r.Client.Create(ctx, pool); err != nil {
 		if apierrors.IsAlreadyExists(err) {
 			return nil // the agent (or another NAD) created it first; its event brings us back
@@ -138,11 +205,11 @@ func (r *nadReconciler) createPool(ctx context.Context, nad *nadv1.NetworkAttach
 			r.unusable(nad, s, fmt.Errorf("range %s: the API server rejects its IPPool: %w", rng.Subnet, err))
 			return nil
 		}
-		return fmt.Errorf("failed to create IPPool %s: %w", name, err)
+		return fmt.Errorf("failed to create IPPool %s: %w", pool.Name, err)
 	}
-	logf.FromContext(ctx).Info("Created the pool of a NAD's range", "pool", name, "range", rng.Subnet, "section", s.Path)
+	logf.FromContext(ctx).Info("Created the pool of a NAD's range", "pool", pool.Name, "range", rng.Subnet, "section", s.Path)
 	r.Recorder.Eventf(nad, pool, corev1.EventTypeNormal, EventPoolCreated, actionCreate,
-		"Created IPPool %s for range %d (%s) of %s", name, i, rng.Subnet, s.Path)
+		"Created IPPool %s for range %d (%s) of %s", pool.Name, i, rng.Subnet, s.Path)
 	return nil
 }
 
@@ -157,12 +224,16 @@ func (r *nadReconciler) checkReference(ctx context.Context, nad *nadv1.NetworkAt
 		}
 		return fmt.Errorf("failed to get IPPool %s: %w", s.Config.Pool, err)
 	}
-	if n := s.Config.NetworkName; n != "" && n != pool.Spec.NetworkName {
-		r.unusable(nad, s, fmt.Errorf("network_name %q: differs from the networkName %q of IPPool %s", n, pool.Spec.NetworkName, pool.Name))
+	if err := ippool.CheckReference(pool, s.Config.NetworkName); err != nil {
+		r.unusable(nad, s, err)
 		return nil
 	}
-	if err := admits(pool, nad.Namespace, nsLabels); err != nil {
+	if _, err := ippool.ResolveOverlapping(pool, s.Config); err != nil {
 		r.unusable(nad, s, err)
+		return nil
+	}
+	if err := r.judge(ctx, nad, s, pool, nsLabels); err != nil && !errors.Is(err, errUnusable) {
+		return err
 	}
 	return nil
 }

@@ -48,6 +48,24 @@ func TestNADReconcile(t *testing.T) {
 		odd = append(odd, fmt.Sprintf(`"10.2.%d.%d"`, i/100, 2*(i%100)+1))
 	}
 	tooManyExclusions := conflist(`{"type":"netpool","datastore":"kubernetes","range":"10.2.0.0/16","exclude":[` + strings.Join(odd, ",") + `]}`)
+	var sections []string // 17 inline ranges over two sections
+	for i := range 17 {
+		sections = append(sections, fmt.Sprintf(`{"range":"10.3.%d.0/24"}`, i))
+	}
+	manyRanges := conflist(`{"type":"netpool","datastore":"kubernetes","range":"10.4.0.0/24","ipRanges":[` + strings.Join(sections[1:], ",") + `]}`)
+	inlineNoOverlap := conflist(`{"type":"netpool","datastore":"kubernetes","network_name":"blue","range":"10.0.0.0/24","enable_overlapping_ranges":false}`)
+	refNoOverlap := conflist(`{"type":"netpool","datastore":"kubernetes","network_name":"blue","pool":"shared","enable_overlapping_ranges":false}`)
+	invalidPool := pool("shared", "10.1.0.0/24", "blue", nil)
+	invalidPool.Status.Conditions = []metav1.Condition{{Type: ipamv1.IPPoolReadyCondition, Status: metav1.ConditionFalse,
+		Reason: ipamv1.IPPoolInvalidSpecReason, Message: "no usable address", LastTransitionTime: metav1.Now()}}
+	failList := func(kind string) interceptor.Funcs {
+		return interceptor.Funcs{List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			if strings.HasSuffix(typeName(list), "."+kind) {
+				return errExpected
+			}
+			return c.List(ctx, list, opts...)
+		}}
+	}
 	failGet := func(kind string) interceptor.Funcs {
 		return interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 			if strings.HasSuffix(typeName(obj), "."+kind) {
@@ -68,6 +86,10 @@ func TestNADReconcile(t *testing.T) {
 		wantEvent  string // "Type Reason: note part"
 		wantPool   string // a pool that must exist afterwards
 		wantNoPool bool
+		// wantMode is wantPool's recorded spec.overlappingRanges.
+		wantMode ipamv1.OverlappingRanges
+		// wantNoDerived: no derived pool exists afterwards (operators' pools may).
+		wantNoDerived bool
 	}{
 		{name: "no NAD"},
 		{name: "the NAD cannot be read", nad: testNAD(inline), funcs: failGet("NetworkAttachmentDefinition"),
@@ -95,7 +117,23 @@ func TestNADReconcile(t *testing.T) {
 		{name: "the pool cannot be created", nad: testNAD(inline), funcs: failCreate(errExpected),
 			wantErr: "failed to create IPPool blue-10.0.0.0-24: injected failure"},
 		{name: "exclusions beyond what a pool holds", nad: testNAD(tooManyExclusions), wantNoPool: true,
-			wantEvent: "Warning PoolUnusable: spec.config plugins[0].ipam: range 10.2.0.0/16: its exclusions make 300 CIDRs, more than the 256 an IPPool holds"},
+			wantEvent: "Warning InvalidIPAMConfig: spec.config: plugins[0].ipam: invalid IPAM config: ipam.exclude: the exclusions make more than 256 CIDRs once merged and clipped to the window 10.2.0.1-10.2.255.254; at most 256 are allowed"},
+		{name: "more inline ranges than one NAD may derive", nad: testNAD(manyRanges), objs: []client.Object{ns}, wantNoPool: true,
+			wantEvent: "Warning PoolUnusable: spec.config: 17 inline ranges would derive as many IPPools; one NAD may derive at most 16; no pool is created until it is fixed"},
+		{name: "enable_overlapping_ranges disagrees with the derived pool", nad: testNAD(inlineNoOverlap),
+			objs:      []client.Object{ns, pool("blue-10.0.0.0-24", "10.0.0.0/24", "blue", nil)},
+			wantEvent: `Warning PoolUnusable: spec.config plugins[0].ipam: enable_overlapping_ranges false disagrees with IPPool blue-10.0.0.0-24, which records overlappingRanges Enabled`},
+		{name: "enable_overlapping_ranges false is recorded on the pool it creates", nad: testNAD(inlineNoOverlap), objs: []client.Object{ns},
+			wantEvent: "Normal PoolCreated: Created IPPool blue-10.0.0.0-24", wantPool: "blue-10.0.0.0-24", wantMode: ipamv1.OverlappingRangesDisabled},
+		{name: "an inline range over an operator's pool that does not admit the namespace", nad: testNAD(inline), wantNoDerived: true,
+			objs:      []client.Object{ns, pool("tenant-b-pool", "10.0.0.0/28", "blue", map[string]string{"team": "b"})},
+			wantEvent: `Warning PoolUnusable: spec.config plugins[0].ipam: IPPool blue-10.0.0.0-24 cannot serve: spec.range "10.0.0.0/24": the window 10.0.0.1-10.0.0.254 overlaps IPPool tenant-b-pool (10.0.0.1-10.0.0.14, an operator's pool) of network "blue"`},
+		{name: "the pools of the network cannot be listed", nad: testNAD(inline), objs: []client.Object{ns}, funcs: failList("IPPoolList"),
+			wantErr: `failed to list the IPPools of network "blue": injected failure`},
+		{name: "a reference to a pool the controller found invalid", nad: testNAD(ref("shared")), objs: []client.Object{ns, invalidPool},
+			wantEvent: "Warning PoolUnusable: spec.config plugins[0].ipam: IPPool shared is not Ready (InvalidSpec): no usable address"},
+		{name: "a reference whose enable_overlapping_ranges disagrees", nad: testNAD(refNoOverlap), objs: []client.Object{ns, pool("shared", "10.1.0.0/24", "blue", nil)},
+			wantEvent: "Warning PoolUnusable: spec.config plugins[0].ipam: enable_overlapping_ranges false disagrees with IPPool shared"},
 		{name: "a reference to a missing pool", nad: testNAD(ref("nowhere")),
 			wantEvent: `Warning PoolUnusable: spec.config plugins[0].ipam: pool "nowhere": no IPPool of that name`},
 		{name: "a reference that cannot be read", nad: testNAD(ref("shared")), funcs: failGet("IPPool"),
@@ -138,8 +176,17 @@ func TestNADReconcile(t *testing.T) {
 				t.Fatalf("pools %v, want none", pools.Items)
 			}
 			if tt.wantPool != "" {
-				if err := base.Get(context.Background(), client.ObjectKey{Name: tt.wantPool}, &ipamv1.IPPool{}); err != nil {
+				got := &ipamv1.IPPool{}
+				if err := base.Get(context.Background(), client.ObjectKey{Name: tt.wantPool}, got); err != nil {
 					t.Fatalf("pool %s: %v", tt.wantPool, err)
+				}
+				if got.Spec.OverlappingRanges != tt.wantMode || got.Labels[ipamv1.DerivedLabel] != ipamv1.DerivedLabelValue {
+					t.Fatalf("pool %s: overlappingRanges %q, labels %v; want %q and the derived label", tt.wantPool, got.Spec.OverlappingRanges, got.Labels, tt.wantMode)
+				}
+			}
+			for _, p := range pools.Items {
+				if tt.wantNoDerived && p.Labels[ipamv1.DerivedLabel] != "" {
+					t.Fatalf("derived pool %s was created", p.Name)
 				}
 			}
 		})

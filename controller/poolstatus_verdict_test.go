@@ -53,6 +53,13 @@ func TestJudgePool(t *testing.T) {
 		{name: "disjoint windows of one subnet do not overlap", wantCapacity: "10",
 			pool:  pool("low", "blue", ipamv1.IPPoolSpec{Range: "10.0.0.0/24", RangeEnd: "10.0.0.10"}),
 			peers: []ipamv1.IPPool{pool("high", "blue", ipamv1.IPPoolSpec{Range: "10.0.0.0/23", RangeStart: "10.0.0.11"})}},
+		{name: "a derived pool yields to an operator's pool, which stays valid", wantCapacity: "14",
+			pool:        derivedPoolOf(pool("corp-10.95.0.0-28", "corp", ipamv1.IPPoolSpec{Range: "10.95.0.0/28"})),
+			peers:       []ipamv1.IPPool{pool("tenant-b-pool", "corp", ipamv1.IPPoolSpec{Range: "10.95.0.0/28"})},
+			wantInvalid: `spec.range "10.95.0.0/28": the window 10.95.0.1-10.95.0.14 overlaps IPPool tenant-b-pool (10.95.0.1-10.95.0.14, an operator's pool) of network "corp"`},
+		{name: "an operator's pool is not made invalid by a derived one", wantCapacity: "14",
+			pool:  pool("tenant-b-pool", "corp", ipamv1.IPPoolSpec{Range: "10.95.0.0/28"}),
+			peers: []ipamv1.IPPool{derivedPoolOf(pool("corp-10.95.0.0-28", "corp", ipamv1.IPPoolSpec{Range: "10.95.0.0/28"}))}},
 		{name: "another network, another family, an invalid or a deleted peer: no overlap", wantCapacity: "254",
 			pool: pool("p", "blue", ipamv1.IPPoolSpec{Range: "10.0.0.0/24"}),
 			peers: []ipamv1.IPPool{
@@ -80,4 +87,9 @@ func TestJudgePool(t *testing.T) {
 			}
 		})
 	}
+}
+
+func derivedPoolOf(p ipamv1.IPPool) ipamv1.IPPool {
+	p.Labels = map[string]string{ipamv1.DerivedLabel: ipamv1.DerivedLabelValue}
+	return p
 }

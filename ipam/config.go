@@ -75,6 +75,9 @@ type Config struct {
 	Requested []netip.Addr
 	// Pod identifies the Kubernetes pod, when the runtime passed K8S_POD_* in CNI_ARGS.
 	Pod PodRef
+	// OverlappingRangesSet is whether the config states enable_overlapping_ranges. When it does
+	// not, EnableOverlappingRanges is the default (true), and an IPPool referenced by name decides.
+	OverlappingRangesSet bool
 }
 
 // PodRef names the pod behind an attachment, as Multus passes it in CNI_ARGS.
@@ -222,7 +225,7 @@ func Load(stdin []byte, cniArgs string, readFlat FlatReader) (*Config, error) {
 	if w.EnableOverlappingRanges == nil {
 		c.EnableOverlappingRanges = true
 	} else {
-		c.EnableOverlappingRanges = *w.EnableOverlappingRanges
+		c.EnableOverlappingRanges, c.OverlappingRangesSet = *w.EnableOverlappingRanges, true
 	}
 	args, err := ParseCNIArgs(cniArgs)
 	if err != nil {

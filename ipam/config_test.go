@@ -23,8 +23,8 @@ func TestLoadDefaults(t *testing.T) {
 	if c.Datastore != DatastoreBbolt || c.BboltPath != DefaultBboltPath || c.LockTimeout != DefaultLockTimeout {
 		t.Errorf("store defaults = %q %q %v", c.Datastore, c.BboltPath, c.LockTimeout)
 	}
-	if !c.EnableOverlappingRanges {
-		t.Error("enable_overlapping_ranges must default to true, as in whereabouts")
+	if !c.EnableOverlappingRanges || c.OverlappingRangesSet {
+		t.Error("enable_overlapping_ranges must default to true, as in whereabouts, and not count as set")
 	}
 	if c.Name != "net1" || c.CNIVersion != "1.1.0" || len(c.Ranges) != 1 {
 		t.Errorf("config = %+v", c)
@@ -50,7 +50,7 @@ func TestLoadWhereaboutsNAD(t *testing.T) {
 	if got := c.Ranges[0].Capacity().String(); got != "4" { // .225-.230 less the gateway and .229
 		t.Errorf("capacity = %s, want 4", got)
 	}
-	if c.NetworkName != "blue" || c.EnableOverlappingRanges || c.LockTimeout != 3*time.Second || c.LogLevel != "debug" {
+	if c.NetworkName != "blue" || c.EnableOverlappingRanges || !c.OverlappingRangesSet || c.LockTimeout != 3*time.Second || c.LogLevel != "debug" {
 		t.Errorf("config = %+v", c)
 	}
 	if c.Pod != (PodRef{Namespace: "ns1", Name: "pod1", UID: "u-1"}) {

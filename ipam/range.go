@@ -116,6 +116,9 @@ func ParseRange(field string, spec RangeSpec, gateway netip.Addr) (Range, error)
 		excluded = append(excluded, Interval{gateway, gateway})
 	}
 	r.Excluded = mergeIntervals(excluded, r.Start, r.End)
+	if err := checkExcludeLimit(field, r); err != nil {
+		return r, err
+	}
 	return r, nil
 }
 

@@ -50,12 +50,13 @@ type node struct {
 	store *Store
 }
 
-func (n *node) bind(c *ipam.Config) (*allocator.Allocator, error) {
-	b, err := n.store.Bind(c)
+// bind binds the node's store to c and returns an allocator over it and the resolved config.
+func (n *node) bind(c *ipam.Config) (*allocator.Allocator, *ipam.Config, error) {
+	b, resolved, err := n.store.Bind(c)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return allocator.New(b), nil
+	return allocator.New(b), resolved, nil
 }
 
 // add runs an ADD of owner id/ifName with the config and returns its addresses.
@@ -64,7 +65,7 @@ func (n *node) add(conf string, args string, id string) ([]netip.Addr, error) {
 	if err != nil {
 		return nil, err
 	}
-	a, err := n.bind(c)
+	a, c, err := n.bind(c)
 	if err != nil {
 		return nil, err
 	}
@@ -93,7 +94,7 @@ func (n *node) del(conf, id string) ([]allocator.Allocation, error) {
 	if err != nil {
 		return nil, err
 	}
-	a, err := n.bind(c)
+	a, c, err := n.bind(c)
 	if err != nil {
 		return nil, err
 	}

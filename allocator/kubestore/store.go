@@ -12,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -21,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/netpool/netpool/allocator"
+	"github.com/netpool/netpool/allocator/ippool"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
 	"github.com/netpool/netpool/ipam"
 )
@@ -103,6 +105,7 @@ func restMapper() meta.RESTMapper {
 		m.Add(ipamv1.GroupVersion.WithKind(kind), meta.RESTScopeRoot)
 	}
 	m.Add(corev1.SchemeGroupVersion.WithKind("Namespace"), meta.RESTScopeRoot)
+	m.Add(corev1.SchemeGroupVersion.WithKind("Node"), meta.RESTScopeRoot)
 	return m
 }
 
@@ -140,6 +143,8 @@ func New(cfg *rest.Config, opts Options) (*Store, error) {
 			&ipamv1.OverlappingRangeIPReservation{}: {
 				Label: labels.SelectorFromSet(labels.Set{ipamv1.NodeLabel: ipamv1.LabelValue(opts.NodeName)}),
 			},
+			// Only this node: its labels answer the pools' nodeSelectors.
+			&corev1.Node{}: {Field: fields.OneTermEqualSelector("metadata.name", opts.NodeName)},
 		},
 	})
 	if err != nil {
@@ -182,7 +187,13 @@ func (s *Store) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("failed to index slices: %w", err)
 	}
-	for _, obj := range []client.Object{&ipamv1.IPPoolSlice{}, &ipamv1.IPPool{}, &corev1.Namespace{}} {
+	err = s.cache.IndexField(ctx, &ipamv1.IPPool{}, poolNetworkField, func(o client.Object) []string {
+		return []string{o.(*ipamv1.IPPool).Spec.NetworkName}
+	})
+	if err != nil {
+		return fmt.Errorf("failed to index pools: %w", err)
+	}
+	for _, obj := range []client.Object{&ipamv1.IPPoolSlice{}, &ipamv1.IPPool{}, &corev1.Namespace{}, &corev1.Node{}} {
 		if _, err := s.cache.GetInformer(ctx, obj, cache.BlockUntilSynced(false)); err != nil {
 			return fmt.Errorf("failed to watch %T: %w", obj, err)
 		}
@@ -240,24 +251,31 @@ type poolUse struct {
 	state   *poolState
 	scope   string // ReservationName scope
 	overlap bool   // scope is the network (enable_overlapping_ranges), not the pool
-	// admit is why the pod's namespace may not claim from this pool (its namespaceSelector), or
-	// nil. It is checked when an address is claimed, not when the call binds.
+	// admit is why this call may not claim from this pool (poolRules: the pool's verdict, mode and
+	// selectors), or nil. It is checked when an address is claimed, not when the call binds.
 	admit       error
 	networkName string // the NAD's network_name
 }
 
 var _ allocator.Store = (*callStore)(nil)
 
-// Bind returns the store for one CNI call with config c. It creates c's inline pools on first use,
-// or reads the pool c references, and fills
-// c.Ranges from it. Close on the result does nothing: the Store outlives the call.
-func (s *Store) Bind(c *ipam.Config) (allocator.Store, error) {
+// Bind returns the store for one CNI call with config c, and the config resolved against the
+// pools: for a reference to an operator-made pool, a copy of c whose Ranges (and empty
+// network_name) come from the pool. c itself is never changed. Bind creates c's inline pools on
+// first use, and applies each pool's rules (poolRules) to the call: a refusal is kept and returned
+// when the call claims an address, so DEL, CHECK and GC still work. Close on the result does
+// nothing: the Store outlives the call.
+func (s *Store) Bind(c *ipam.Config) (allocator.Store, *ipam.Config, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.opts.APITimeout)
 	defer cancel()
 	if c.Pool != "" {
-		if err := s.resolvePoolRef(ctx, c); err != nil {
-			return nil, err
+		resolved, err := s.resolvePoolRef(ctx, c)
+		if err != nil {
+			return nil, nil, err
 		}
+		c = resolved
+	} else if err := ippool.CheckDerivedCount(len(c.Ranges)); err != nil {
+		return nil, nil, &ipam.ConfigError{Field: "ipRanges", Reason: err.Error()}
 	}
 	b := &callStore{s: s, pools: map[string]*poolUse{}}
 	for i, r := range c.Ranges {
@@ -267,16 +285,20 @@ func (s *Store) Bind(c *ipam.Config) (allocator.Store, error) {
 		} else {
 			var err error
 			if st, err = s.ensureInlinePool(ctx, c, r); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		}
-		u := &poolUse{state: st, networkName: c.NetworkName, scope: st.name, admit: s.admission(ctx, st, c.Pod.Namespace)}
-		if c.EnableOverlappingRanges {
-			u.scope, u.overlap = c.NetworkName, true
+		pool := s.currentPool(ctx, st)
+		// A config that disagrees with the pool's mode may claim nothing (poolRules), but keeps its
+		// own scope, so that it can still release what it claimed before the mode was recorded.
+		overlap := c.EnableOverlappingRanges
+		if recorded, err := ippool.ResolveOverlapping(pool, c); err == nil {
+			overlap = recorded
 		}
-		b.pools[c.PoolKey(i)] = u
+		b.pools[c.PoolKey(i)] = &poolUse{state: st, networkName: c.NetworkName, overlap: overlap,
+			scope: ippool.ReservationScope(st.name, c.NetworkName, overlap), admit: s.poolRules(ctx, pool, c)}
 	}
-	return b, nil
+	return b, c, nil
 }
 
 func (b *callStore) Close() error { return nil }

@@ -100,7 +100,7 @@ func TestStore(t *testing.T) {
 		cs := conf("net-del", `,"range":"10.32.0.0/24"`)
 		addr := a.mustAdd(t, cs, "c1")
 		c, _ := ipam.Load([]byte(cs), "", nil)
-		bound, err := a.store.Bind(c)
+		bound, c, err := a.store.Bind(c)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -143,7 +143,7 @@ func TestStore(t *testing.T) {
 		a.mustAdd(t, net2, "other-net")
 		b.mustAdd(t, net1, "other-node")
 		c, _ := ipam.Load([]byte(net1), "", nil)
-		al, err := a.bind(c)
+		al, c, err := a.bind(c)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -333,7 +333,7 @@ func TestStore(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		al, err := a.bind(c)
+		al, c, err := a.bind(c)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -347,8 +347,8 @@ func TestStore(t *testing.T) {
 		}
 		// The namespaceSelector governs claims: ADD fails, and claims nothing.
 		for _, tt := range []struct{ name, args, want string }{
-			{"namespace not admitted", "K8S_POD_NAMESPACE=ns-red", `pool "ops-blue": namespace ns-red is not admitted by the pool's namespaceSelector (team=blue)`},
-			{"no namespace", "", "the pool has a namespaceSelector and CNI_ARGS carries no K8S_POD_NAMESPACE"},
+			{"namespace not admitted", "K8S_POD_NAMESPACE=ns-red", `pool "ops-blue": IPPool ops-blue does not admit namespace ns-red: its namespaceSelector is "team=blue"`},
+			{"no namespace", "", `pool "ops-blue": the pool (or one it overlaps) has a namespaceSelector and CNI_ARGS carries no K8S_POD_NAMESPACE`},
 			{"unknown namespace", "K8S_POD_NAMESPACE=ns-none", `K8S_POD_NAMESPACE "ns-none": no such namespace`},
 		} {
 			t.Run(tt.name, func(t *testing.T) {
@@ -356,7 +356,7 @@ func TestStore(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				al, err := a.bind(c)
+				al, c, err := a.bind(c)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -371,7 +371,7 @@ func TestStore(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		al, err = a.bind(noPod)
+		al, noPod, err = a.bind(noPod)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -390,7 +390,7 @@ func TestStore(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				_, err = a.store.Bind(c)
+				_, _, err = a.store.Bind(c)
 				if !errors.Is(err, ipam.ErrInvalidConfig) || !strings.Contains(err.Error(), tt.want) {
 					t.Errorf("Bind = %v, want a config error containing %q", err, tt.want)
 				}
@@ -407,7 +407,7 @@ func TestStore(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = a.store.Bind(c)
+		_, _, err = a.store.Bind(c)
 		if !errors.Is(err, ipam.ErrInvalidConfig) || !strings.Contains(err.Error(), "sliceSize 120 carves range fd00:48::/48 into more than 2^63 slices") {
 			t.Errorf("Bind = %v", err)
 		}
@@ -461,7 +461,7 @@ func TestStore(t *testing.T) {
 		}
 		c, _ := ipam.Load([]byte(cs), "", nil)
 		for _, n := range []*node{a, b} {
-			al, err := n.bind(c)
+			al, c, err := n.bind(c)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -475,7 +475,7 @@ func TestStore(t *testing.T) {
 				if _, err := a.del(cs, id); err != nil {
 					t.Fatal(err)
 				}
-				al, _ := b.bind(c)
+				al, c, _ := b.bind(c)
 				if err := al.Status(context.Background(), c); err != nil {
 					t.Errorf("STATUS after a DEL = %v", err)
 				}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/netpool/netpool/allocator"
+	"github.com/netpool/netpool/allocator/ippool"
 	"github.com/netpool/netpool/ipam"
 )
 
@@ -66,22 +67,23 @@ func TestInlinePool(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := inlinePool("blue-10.0.0.0-24", "blue", r)
-	if p.Spec.Range != "10.0.0.0/24" || p.Spec.RangeStart != "10.0.0.10" || p.Spec.RangeEnd != "" || p.Spec.NetworkName != "blue" ||
+	p, err := ippool.Derive("blue", r, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Name != "blue-10.0.0.0-24" || p.Spec.Range != "10.0.0.0/24" || p.Spec.RangeStart != "10.0.0.10" || p.Spec.RangeEnd != "" || p.Spec.NetworkName != "blue" ||
 		p.Spec.Gateway != "10.0.0.1" || strings.Join(p.Spec.Exclude, " ") != "10.0.0.20/30 10.0.0.99" {
 		t.Errorf("pool = %+v", p.Spec)
 	}
-	// More exclusions than the API takes: the pool records none rather than a wrong subset.
+	// More exclusions than a pool takes: the range is refused, so no pool can drop any of them
+	// (the store used to record none, and could hand out excluded addresses).
 	spec := ipam.RangeSpec{Range: "10.1.0.0/16"}
 	for i := range 300 {
 		spec.Exclude = append(spec.Exclude, fmt.Sprintf("10.1.%d.%d", i/100, 2*(i%100)+1))
 	}
-	r, err = ipam.ParseRange("range", spec, netip.Addr{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if p := inlinePool("x", "", r); p.Spec.Exclude != nil {
-		t.Errorf("%d exclusions recorded, the API allows %d", len(p.Spec.Exclude), maxExclude)
+	if _, err := ipam.ParseRange("range", spec, netip.Addr{}); !errors.Is(err, ipam.ErrInvalidConfig) ||
+		!strings.Contains(err.Error(), fmt.Sprintf("more than %d CIDRs", ippool.MaxExclude)) {
+		t.Errorf("ParseRange of 300 exclusions = %v, want the exclusion limit", err)
 	}
 }
 

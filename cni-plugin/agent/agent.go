@@ -249,9 +249,9 @@ func (a *Agent) Handle(ctx context.Context, req *agentproto.Request) *agentproto
 
 // openStore gives each call the shared store, bound to its config. The agent serves datastore
 // kubernetes only: it never opens a bbolt file on a forwarded call's say-so.
-func (a *Agent) openStore(c *ipam.Config) (allocator.Store, error) {
+func (a *Agent) openStore(c *ipam.Config) (allocator.Store, *ipam.Config, error) {
 	if c.Datastore != ipam.DatastoreKubernetes {
-		return nil, fmt.Errorf("%w: datastore %q: the netpool agent serves datastore %q only",
+		return nil, nil, fmt.Errorf("%w: datastore %q: the netpool agent serves datastore %q only",
 			ipam.ErrInvalidConfig, c.Datastore, ipam.DatastoreKubernetes)
 	}
 	return a.store.Bind(c)

@@ -173,7 +173,7 @@ func TestAgent(t *testing.T) {
 			t.Errorf("ADD in an admitted namespace = %s, %v", out, err)
 		}
 		_, err = sh.call("ADD", "g2", "K8S_POD_NAMESPACE=grey;K8S_POD_NAME=b", ref)
-		wantCode(t, err, types.ErrInvalidNetworkConfig, `pool "ops-green": namespace grey is not admitted by the pool's namespaceSelector (team=green)`)
+		wantCode(t, err, types.ErrInvalidNetworkConfig, `pool "ops-green": IPPool ops-green does not admit namespace grey: its namespaceSelector is "team=green"`)
 	})
 
 	t.Run("the agent serves datastore kubernetes only", func(t *testing.T) {

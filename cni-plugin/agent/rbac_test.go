@@ -234,7 +234,12 @@ func TestAgentRBAC(t *testing.T) {
 			}},
 			{"list Secrets", func() error { return c.List(ctx, &corev1.SecretList{}) }},
 			{"list Pods", func() error { return c.List(ctx, &corev1.PodList{}) }},
-			{"list Nodes", func() error { return c.List(ctx, &corev1.NodeList{}) }},
+			// Nodes are read for their labels (nodeSelector); an agent that could label its node
+			// could let itself into any pool.
+			{"create a Node", func() error {
+				return c.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "made-by-agent", Labels: map[string]string{"rack": "r1"}}})
+			}},
+			{"delete every Node at once", func() error { return c.DeleteAllOf(ctx, &corev1.Node{}) }},
 			{"list ConfigMaps", func() error { return c.List(ctx, &corev1.ConfigMapList{}) }},
 			{"create a Namespace", func() error {
 				return c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "made-by-agent"}})
@@ -275,6 +280,7 @@ func TestAgentRBAC(t *testing.T) {
 			{"ipam.netpool.io", "ippoolslices", ""}:                   {"create", "delete", "get", "list", "watch"},
 			{"ipam.netpool.io", "overlappingrangeipreservations", ""}: {"create", "delete", "get", "list", "watch"},
 			{"", "namespaces", ""}:                                    {"get", "list", "watch"},
+			{"", "nodes", ""}:                                         {"get", "list", "watch"},
 		}
 		resources := []resource{
 			{"ipam.netpool.io", "ippools", ""}, {"ipam.netpool.io", "ippools", "status"},

@@ -109,7 +109,7 @@ func TestCallerDeadlineBoundsTheCall(t *testing.T) {
 	defer cancel()
 	p := &Plugin{
 		Context: ctx, ReadFile: func(string) ([]byte, error) { return nil, fs.ErrNotExist },
-		OpenStore: func(*ipam.Config) (allocator.Store, error) { return waitingStore{}, nil },
+		OpenStore: func(c *ipam.Config) (allocator.Store, *ipam.Config, error) { return waitingStore{}, c, nil },
 		Stdout:    &bytes.Buffer{}, Stderr: &bytes.Buffer{},
 	}
 	stdin := []byte(`{"cniVersion":"1.1.0","name":"net1","ipam":{"type":"netpool","range":"10.5.0.0/24","bbolt":{"lock_timeout":"5m"}}}`)

@@ -31,8 +31,9 @@ type Plugin struct {
 	ReadFile ipam.FlatReader
 	// OpenLog opens log_file for appending; nil means OpenLogFile (regular files only).
 	OpenLog func(path string) (io.WriteCloser, error)
-	// OpenStore opens the store a config selects.
-	OpenStore func(*ipam.Config) (allocator.Store, error)
+	// OpenStore opens the store a config selects, and returns the config resolved against it: a
+	// store may fill in what the config leaves to it (the ranges of a referenced IPPool).
+	OpenStore func(*ipam.Config) (allocator.Store, *ipam.Config, error)
 	// Stdout receives the result; Stderr receives logs when the config names no log_file.
 	Stdout io.Writer
 	Stderr io.Writer
@@ -49,14 +50,19 @@ func New() *Plugin {
 	return &Plugin{ReadFile: ReadConfigFile, OpenStore: OpenStore, Stdout: os.Stdout, Stderr: os.Stderr, Forward: agentproto.Call}
 }
 
-// OpenStore opens the datastore a config selects.
-func OpenStore(c *ipam.Config) (allocator.Store, error) {
+// OpenStore opens the datastore a config selects. The embedded store resolves nothing: the config
+// comes back as it is.
+func OpenStore(c *ipam.Config) (allocator.Store, *ipam.Config, error) {
 	switch c.Datastore {
 	case ipam.DatastoreBbolt:
-		return boltstore.Open(c.BboltPath, c.LockTimeout)
+		st, err := boltstore.Open(c.BboltPath, c.LockTimeout)
+		if err != nil {
+			return nil, nil, err
+		}
+		return st, c, nil
 	}
 	// datastore kubernetes is served by the node agent; only a Plugin without Forward gets here.
-	return nil, fmt.Errorf("%w: %q is served by the netpool agent, and this process does not forward to it",
+	return nil, nil, fmt.Errorf("%w: %q is served by the netpool agent, and this process does not forward to it",
 		errDatastoreNotServed, c.Datastore)
 }
 
@@ -83,12 +89,13 @@ type session struct {
 // close.
 func (p *Plugin) open(cfg *ipam.Config) (context.Context, *session, error) {
 	log, closeLog := p.logger(cfg)
-	store, err := p.OpenStore(cfg)
+	store, resolved, err := p.OpenStore(cfg)
 	if err != nil {
 		log.Error("Opening store failed", "datastore", cfg.Datastore, "path", cfg.BboltPath, "err", err)
 		closeLog()
 		return nil, nil, err
 	}
+	cfg = resolved
 	// The lock wait is bounded by Open; the context bounds the work after it, so the runtime never
 	// waits on netpool for longer than the lock timeout twice over.
 	parent := p.Context

@@ -117,6 +117,8 @@ func testIPPoolCreate(t *testing.T, env *envtest.Env) {
 		{name: "sliceSize of single addresses", mutate: func(p *ipamv1.IPPool) { p.Spec.SliceSize = 32 }},
 		{name: "sliceSize 0 lets the allocator choose", mutate: func(p *ipamv1.IPPool) { p.Spec.SliceSize = 0 }},
 
+		{name: "overlappingRanges Disabled", mutate: func(p *ipamv1.IPPool) { p.Spec.OverlappingRanges = ipamv1.OverlappingRangesDisabled }},
+		{name: "overlappingRanges of another value", mutate: func(p *ipamv1.IPPool) { p.Spec.OverlappingRanges = "Sometimes" }, wantErrors: []string{`spec.overlappingRanges: Unsupported value: "Sometimes"`}},
 		{name: "missing range", mutate: func(p *ipamv1.IPPool) { p.Spec.Range = "" }, wantErrors: []string{"spec.range: Required value"}},
 		{name: "range is not a CIDR", mutate: func(p *ipamv1.IPPool) { p.Spec.Range = "banana" }, wantErrors: []string{"range must be a CIDR such as 10.0.0.0/24 or fd00::/64"}},
 		{name: "range prefix too long", mutate: func(p *ipamv1.IPPool) { p.Spec.Range = "10.0.0.0/33" }, wantErrors: []string{"range must be a CIDR"}},
@@ -265,6 +267,11 @@ func testIPPoolUpdate(t *testing.T, env *envtest.Env) {
 		{name: "changing sliceSize", initial: func(p *ipamv1.IPPool) { p.Spec.SliceSize = 28 }, mutate: func(p *ipamv1.IPPool) { p.Spec.SliceSize = 26 }, wantErrors: []string{"sliceSize is immutable"}},
 		{name: "setting sliceSize later", mutate: func(p *ipamv1.IPPool) { p.Spec.SliceSize = 26 }, wantErrors: []string{"sliceSize is immutable"}},
 		{name: "unsetting sliceSize", initial: func(p *ipamv1.IPPool) { p.Spec.SliceSize = 28 }, mutate: func(p *ipamv1.IPPool) { p.Spec.SliceSize = 0 }, wantErrors: []string{"sliceSize is immutable"}},
+		{name: "keeping overlappingRanges Enabled by writing it out", mutate: func(p *ipamv1.IPPool) { p.Spec.OverlappingRanges = ipamv1.OverlappingRangesEnabled }},
+		{name: "disabling overlappingRanges", mutate: func(p *ipamv1.IPPool) { p.Spec.OverlappingRanges = ipamv1.OverlappingRangesDisabled },
+			wantErrors: []string{"overlappingRanges is immutable: the pool's reservations are named for it; create a new pool instead"}},
+		{name: "enabling overlappingRanges", initial: func(p *ipamv1.IPPool) { p.Spec.OverlappingRanges = ipamv1.OverlappingRangesDisabled },
+			mutate: func(p *ipamv1.IPPool) { p.Spec.OverlappingRanges = "" }, wantErrors: []string{"overlappingRanges is immutable"}},
 		{name: "moving rangeStart after rangeEnd", initial: func(p *ipamv1.IPPool) { p.Spec.RangeEnd = "10.0.0.50" }, mutate: func(p *ipamv1.IPPool) { p.Spec.RangeStart = "10.0.0.51" }, wantErrors: []string{"rangeStart 10.0.0.51 is after rangeEnd 10.0.0.50"}},
 	}
 	for _, tt := range tests {

@@ -45,6 +45,30 @@ const (
 	IPPoolValidSpecReason = "ValidSpec"
 )
 
+// OverlappingRanges is how far an address of a pool is unique: the enable_overlapping_ranges of
+// the configs that draw from the pool, recorded on the pool so that every config agrees.
+// +kubebuilder:validation:Enum=Enabled;Disabled
+// +kubebuilder:validation:MaxLength=8
+type OverlappingRanges string
+
+const (
+	// OverlappingRangesEnabled (enable_overlapping_ranges true, the default): an address is unique
+	// among every pool of the pool's networkName.
+	OverlappingRangesEnabled OverlappingRanges = "Enabled"
+	// OverlappingRangesDisabled (enable_overlapping_ranges false): an address is unique within this
+	// pool only, so pools of one network that overlap may hand out the same address.
+	OverlappingRangesDisabled OverlappingRanges = "Disabled"
+)
+
+// DerivedLabel marks an IPPool derived from a NAD's inline range (created by the controller or a
+// node agent under PoolName), as opposed to one a cluster operator made. Its value is
+// DerivedLabelValue. A derived pool that overlaps an operator's pool yields to it, and the
+// controller deletes a derived pool that no NAD uses and that holds no reservation.
+const DerivedLabel = GroupName + "/derived"
+
+// DerivedLabelValue is the value of DerivedLabel.
+const DerivedLabelValue = "inline"
+
 // IPPoolSpec is the desired state of an IPPool: the addresses it may hand out, and who may use them.
 //
 // The API server enforces, without a webhook: range is a canonical CIDR and never changes;
@@ -58,6 +82,7 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.exclude) || !isCIDR(self.range) || self.exclude.all(e, (isIP(e) && cidr(self.range).containsIP(e)) || (isCIDR(e) && cidr(self.range).containsCIDR(e)))",message="every exclude entry must be an IP address or CIDR inside range"
 // +kubebuilder:validation:XValidation:rule="!has(self.sliceSize) || self.sliceSize == 0 || !isCIDR(self.range) || (self.sliceSize >= cidr(self.range).prefixLength() && self.sliceSize <= (cidr(self.range).ip().family() == 4 ? 32 : 128))",message="sliceSize must be 0 or a prefix length from the range's own prefix length up to 32 (IPv4) or 128 (IPv6)"
 // +kubebuilder:validation:XValidation:rule="(has(self.sliceSize) ? self.sliceSize : 0) == (has(oldSelf.sliceSize) ? oldSelf.sliceSize : 0)",message="sliceSize is immutable: nodes' slices were carved with it; create a new pool instead"
+// +kubebuilder:validation:XValidation:rule="(has(self.overlappingRanges) ? self.overlappingRanges : 'Enabled') == (has(oldSelf.overlappingRanges) ? oldSelf.overlappingRanges : 'Enabled')",message="overlappingRanges is immutable: the pool's reservations are named for it; create a new pool instead"
 type IPPoolSpec struct {
 	// range is the CIDR the pool hands out addresses from, written as its network address in
 	// canonical form (no host bits, IPv6 lowercase and compressed), such as 10.0.0.0/24 or
@@ -92,6 +117,8 @@ type IPPoolSpec struct {
 	// out. A CIDR with host bits set (10.0.0.5/30) excludes its whole network, as in whereabouts.
 	// +optional
 	// +listType=set
+	// The limit, 256, is the limit on the exclusions of every range (ipam.MaxExclude): a config
+	// whose exclusions make more CIDRs is refused everywhere.
 	// +kubebuilder:validation:MaxItems=256
 	// +kubebuilder:validation:items:MinLength=2
 	// +kubebuilder:validation:items:MaxLength=49
@@ -117,12 +144,15 @@ type IPPoolSpec struct {
 	// namespaceSelector limits which namespaces' NADs and pods may draw from this pool. The cluster
 	// operator owns pools and application developers own NADs, so an operator-made pool that a NAD
 	// references by name admits only the namespaces this selects. When unset, every namespace may
-	// draw from it.
+	// draw from it. An inline (derived) pool of the same network whose window overlaps this one's
+	// admits only the namespaces this selects, too.
 	// +optional
 	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
 
-	// nodeSelector limits which nodes may claim slices of this pool and allocate from it. When
-	// unset, every node may.
+	// nodeSelector limits which nodes may allocate from this pool: the node agent checks it
+	// against the labels of its own Node and refuses the others (CNI error 7). When unset, every
+	// node may. Like namespaceSelector, it also governs the addresses of any pool of the same
+	// network whose window overlaps this one's.
 	// +optional
 	NodeSelector *metav1.LabelSelector `json:"nodeSelector,omitempty"`
 
@@ -134,6 +164,15 @@ type IPPoolSpec struct {
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=128
 	SliceSize int32 `json:"sliceSize,omitempty"`
+
+	// overlappingRanges records the enable_overlapping_ranges of the configs that draw from this
+	// pool: Enabled (unset means Enabled, whereabouts' default) makes an address unique among every
+	// pool of networkName, Disabled only within this pool. A derived pool records the first config's
+	// setting. A config whose enable_overlapping_ranges disagrees is refused (CNI error 7), because
+	// two configs that name one address differently would hand it out twice; a config that
+	// references the pool by name and does not set it follows the pool. It cannot be changed.
+	// +optional
+	OverlappingRanges OverlappingRanges `json:"overlappingRanges,omitempty"`
 }
 
 // IPPoolStatus is the observed state of an IPPool, written by the controller.

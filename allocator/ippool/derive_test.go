@@ -1,4 +1,4 @@
-package controller
+package ippool
 
 import (
 	"net/netip"
@@ -11,7 +11,7 @@ import (
 	"github.com/netpool/netpool/ipam"
 )
 
-func TestDerivedPool(t *testing.T) {
+func TestDerive(t *testing.T) {
 	tests := []struct {
 		name    string
 		spec    ipam.RangeSpec
@@ -38,15 +38,21 @@ func TestDerivedPool(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			p, err := derivedPool("name", "n", r)
+			p, err := Derive("n", r, true)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if p.Name != "name" || !equality.Semantic.DeepEqual(p.Spec, tt.want) {
+			if p.Name != ipamv1.PoolName("n", r.Subnet) || !equality.Semantic.DeepEqual(p.Spec, tt.want) {
 				t.Fatalf("pool %s %+v, want %+v", p.Name, p.Spec, tt.want)
 			}
+			if !IsDerived(p) {
+				t.Fatalf("labels %v: the pool is not marked derived", p.Labels)
+			}
+			if err := CheckDerivedFor(p, "n", r); err != nil {
+				t.Fatal(err)
+			}
 			// Parsed back, the pool is the range the config describes.
-			back, err := poolRange(&p.Spec)
+			back, err := RangeOf(&p.Spec)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -55,12 +61,12 @@ func TestDerivedPool(t *testing.T) {
 			}
 		})
 	}
-	if _, err := derivedPool("x", "", ipam.Range{}); err == nil {
+	if _, err := Derive("", ipam.Range{}, true); err == nil {
 		t.Fatal("an invalid range made a pool")
 	}
 }
 
-func TestAdmits(t *testing.T) {
+func TestAdmitsNamespace(t *testing.T) {
 	pool := func(sel *metav1.LabelSelector) *ipamv1.IPPool {
 		return &ipamv1.IPPool{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: ipamv1.IPPoolSpec{NamespaceSelector: sel}}
 	}
@@ -82,10 +88,52 @@ func TestAdmits(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := admits(pool(tt.sel), "ns", tt.labels)
+			err := AdmitsNamespace(pool(tt.sel), "ns", tt.labels)
 			if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || err.Error() != tt.wantErr) {
 				t.Fatalf("error %v, want %q", err, tt.wantErr)
 			}
 		})
+	}
+}
+
+func TestDeriveRecordsTheMode(t *testing.T) {
+	r, err := ipam.ParseRange("range", ipam.RangeSpec{Range: "10.0.0.0/29"}, netip.Addr{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	on, _ := Derive("ovn", r, true)
+	off, _ := Derive("ovn", r, false)
+	if on.Spec.OverlappingRanges != "" || !Overlapping(on) {
+		t.Errorf("enable_overlapping_ranges true gives %q", on.Spec.OverlappingRanges)
+	}
+	if off.Spec.OverlappingRanges != ipamv1.OverlappingRangesDisabled || Overlapping(off) {
+		t.Errorf("enable_overlapping_ranges false gives %q", off.Spec.OverlappingRanges)
+	}
+}
+
+func TestCheckDerivedFor(t *testing.T) {
+	r, err := ipam.ParseRange("range", ipam.RangeSpec{Range: "10.0.0.0/24"}, netip.Addr{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := &ipamv1.IPPool{ObjectMeta: metav1.ObjectMeta{Name: "blue-10.0.0.0-24"}, Spec: ipamv1.IPPoolSpec{Range: "10.0.0.0/25", NetworkName: "blue"}}
+	err = CheckDerivedFor(other, "blue", r)
+	want := `IPPool blue-10.0.0.0-24 already exists for range 10.0.0.0/25 of network "blue", not range 10.0.0.0/24 of network "blue"`
+	if err == nil || err.Error() != want {
+		t.Fatalf("err = %v, want %q", err, want)
+	}
+}
+
+func TestCheckReference(t *testing.T) {
+	p := &ipamv1.IPPool{ObjectMeta: metav1.ObjectMeta{Name: "shared"}, Spec: ipamv1.IPPoolSpec{Range: "10.1.0.0/24", NetworkName: "red"}}
+	if err := CheckReference(p, ""); err != nil {
+		t.Errorf("no network_name: %v", err)
+	}
+	if err := CheckReference(p, "red"); err != nil {
+		t.Errorf("the pool's network_name: %v", err)
+	}
+	err := CheckReference(p, "blue")
+	if want := `network_name "blue": differs from the networkName "red" of IPPool shared`; err == nil || err.Error() != want {
+		t.Errorf("err = %v, want %q", err, want)
 	}
 }
