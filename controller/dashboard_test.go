@@ -31,7 +31,7 @@ var runtimeMetrics = map[string]bool{
 }
 
 func TestGrafanaDashboardReadsOnlyMetricsThatExist(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("..", "deploy", "grafana-dashboard.json"))
+	data, err := os.ReadFile(filepath.Join("..", "deploy", "components", "grafana-dashboard", "netpool.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,7 +31,7 @@ const deployNamespace = "netpool-system"
 
 // controllerManifests are the files of deploy/ that run the controller, in the order an operator
 // applies them (deploy/crds/ first).
-var controllerManifests = []string{"controller-role.yaml", "controller-rbac.yaml", "controller.yaml"}
+var controllerManifests = []string{"namespace.yaml", "controller-role.yaml", "controller-rbac.yaml", "controller.yaml"}
 
 func TestDeployManifestsApplyWithAServerSideDryRun(t *testing.T) {
 	newFixture(t, nil)
@@ -70,7 +70,7 @@ func TestDeployManifestsApplyWithAServerSideDryRun(t *testing.T) {
 func TestControllerDoesItsJobAsItsServiceAccount(t *testing.T) {
 	f := newFixture(t, nil)
 	mustNamespace(t, deployNamespace)
-	for _, name := range controllerManifests[:2] {
+	for _, name := range controllerManifests[:3] {
 		for _, obj := range mustReadManifests(t, filepath.Join("..", "deploy", name)) {
 			err := direct.Apply(context.Background(), client.ApplyConfigurationFromUnstructured(obj),
 				client.FieldOwner("netpool-deploy-test"), client.ForceOwnership)

@@ -40,7 +40,7 @@ const (
 )
 
 // agentManifests are the files an operator applies for the agent, in order.
-var agentManifests = []string{"agent-rbac.yaml", "agent-daemonset.yaml"}
+var agentManifests = []string{"namespace.yaml", "agent-rbac.yaml", "agent-daemonset.yaml"}
 
 // TestAgentRBAC applies deploy/agent-rbac.yaml to a real API server and runs two agents as the
 // ServiceAccount it binds. They do their whole job under that identity (ADD, CHECK, DEL, GC and
