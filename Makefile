@@ -50,7 +50,7 @@ lint: ## gofmt, go vet and staticcheck must be clean
 	@# staticcheck is built from hack/tools and cached in $(NETPOOL_CACHE)/tools, keyed by version.
 	bash hack/staticcheck.sh ./...
 
-generate: ## Regenerate deepcopy code and CRD YAML (crds/bases, deploy/crds) from crds/ipam with controller-gen
+generate: ## Regenerate deepcopy code and CRD YAML (crds/bases, deploy/base/crds) from crds/ipam with controller-gen
 	bash hack/generate.sh
 
 clean:

@@ -37,13 +37,13 @@ func TestDeployManifestsApplyWithAServerSideDryRun(t *testing.T) {
 	newFixture(t, nil)
 	mustNamespace(t, deployNamespace) // a dry run creates no namespace for the objects in it
 	files := []string{}
-	crds, err := filepath.Glob(filepath.Join("..", "deploy", "crds", "*.yaml"))
+	crds, err := filepath.Glob(filepath.Join("..", "deploy", "base", "crds", "*.yaml"))
 	if err != nil || len(crds) == 0 {
 		t.Fatalf("no CRDs in deploy/crds (%v)", err)
 	}
 	files = append(files, crds...)
 	for _, f := range controllerManifests {
-		files = append(files, filepath.Join("..", "deploy", f))
+		files = append(files, filepath.Join("..", "deploy", "base", f))
 	}
 	kinds := map[string]int{}
 	for _, path := range files {
@@ -71,7 +71,7 @@ func TestControllerDoesItsJobAsItsServiceAccount(t *testing.T) {
 	f := newFixture(t, nil)
 	mustNamespace(t, deployNamespace)
 	for _, name := range controllerManifests[:3] {
-		for _, obj := range mustReadManifests(t, filepath.Join("..", "deploy", name)) {
+		for _, obj := range mustReadManifests(t, filepath.Join("..", "deploy", "base", name)) {
 			err := direct.Apply(context.Background(), client.ApplyConfigurationFromUnstructured(obj),
 				client.FieldOwner("netpool-deploy-test"), client.ForceOwnership)
 			if err != nil {

@@ -81,7 +81,7 @@ func TestKubectlNamesAreUnambiguousNextToWhereabouts(t *testing.T) {
 		names = append(names, gr.String())
 	}
 	slices.Sort(names)
-	want := []string{"ippools.ipam.netpool.io", "ippoolslices.ipam.netpool.io", "overlappingrangeipreservations.ipam.netpool.io"}
+	want := []string{"egressrouters.network.netpool.io", "ippools.ipam.netpool.io", "ippoolslices.ipam.netpool.io", "overlappingrangeipreservations.ipam.netpool.io"}
 	if !slices.Equal(names, want) {
 		t.Fatalf("`kubectl get netpool` lists %q, want %q", names, want)
 	}

@@ -18,7 +18,7 @@ import (
 // generator no longer writes is stale too.
 var generatedDirs = map[string]string{
 	"crds/bases":         "*.netpool.io_*.yaml",
-	"deploy/crds":        "*.netpool.io_*.yaml",
+	"deploy/base/crds":   "*.netpool.io_*.yaml",
 	"crds/ipam/v1alpha1": "zz_generated.*.go",
 	"crds/network/v1":    "zz_generated.*.go",
 }

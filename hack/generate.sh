@@ -5,9 +5,9 @@
 #   crds/<api>/<version>/zz_generated.deepcopy.go  DeepCopy methods of every type
 #   crds/bases/<group>_<plural>.yaml               one CustomResourceDefinition per kind
 #                                                  (groups ipam.netpool.io and network.netpool.io)
-#   deploy/crds/<group>_<plural>.yaml              the same files, so that a cluster operator can
-#                                                  `kubectl apply -f deploy/crds/`
-#   deploy/controller-role.yaml                    the controller's ClusterRole and leader election
+#   deploy/base/crds/<group>_<plural>.yaml              the same files, so that a cluster operator can
+#                                                  `kubectl apply -k deploy/base`
+#   deploy/base/controller-role.yaml                    the controller's ClusterRole and leader election
 #                                                  Role, from the RBAC markers in controller/
 #
 #   hack/generate.sh        write into this checkout (make generate)
@@ -62,21 +62,21 @@ done
 
 # CRDs into a fresh directory first, so that a kind that was removed leaves no YAML behind. Only
 # files named like controller-gen's output (<group>_<plural>.yaml) are replaced, so other files in
-# deploy/crds (a kustomization, say) are left alone.
+# deploy/base/crds (a kustomization, say) are left alone.
 crdtmp="$(mktemp -d)"
 trap 'rm -rf "$crdtmp"' EXIT
 "$gen" crd paths=./crds/ipam/... paths=./crds/network/... output:crd:dir="$crdtmp"
-for dest in "$out/crds/bases" "$out/deploy/crds"; do
+for dest in "$out/crds/bases" "$out/deploy/base/crds"; do
 	mkdir -p "$dest"
 	rm -f "$dest"/ipam.netpool.io_*.yaml "$dest"/network.netpool.io_*.yaml
 	cp "$crdtmp"/*.yaml "$dest/"
 done
-log "wrote $(cd "$crdtmp" && echo *.yaml) into $out/crds/bases and $out/deploy/crds"
+log "wrote $(cd "$crdtmp" && echo *.yaml) into $out/crds/bases and $out/deploy/base/crds"
 
 # The controller's RBAC, from the +kubebuilder:rbac markers above its reconcilers.
 rbactmp="$(mktemp -d)"
 trap 'rm -rf "$crdtmp" "$rbactmp"' EXIT
 "$gen" rbac:roleName=netpool-controller paths=./controller/... output:rbac:dir="$rbactmp"
-mkdir -p "$out/deploy"
-cp "$rbactmp/role.yaml" "$out/deploy/controller-role.yaml"
-log "wrote deploy/controller-role.yaml into $out"
+mkdir -p "$out/deploy/base"
+cp "$rbactmp/role.yaml" "$out/deploy/base/controller-role.yaml"
+log "wrote deploy/base/controller-role.yaml into $out"

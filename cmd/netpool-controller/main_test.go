@@ -60,7 +60,7 @@ func TestRunRejectsBadLoggingAndOptions(t *testing.T) {
 // TestDeploymentArgsParse parses the container args of deploy/controller.yaml, so the manifest
 // never names a flag the binary does not have.
 func TestDeploymentArgsParse(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("..", "..", "deploy", "controller.yaml"))
+	data, err := os.ReadFile(filepath.Join("..", "..", "deploy", "base", "controller.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,13 +32,13 @@ func TestNodeRestriction(t *testing.T) {
 	env := envtest.Start(t)
 	ctx := context.Background()
 	applyManifests(t, env)
-	for _, o := range readManifest(t, filepath.Join("..", "..", "deploy", "agent-admission.yaml")) {
+	for _, o := range readManifest(t, filepath.Join("..", "..", "deploy", "base", "agent-admission.yaml")) {
 		if err := env.Client.Create(ctx, o); err != nil {
 			t.Fatalf("create %s %s: %v", o.GetKind(), o.GetName(), err)
 		}
 	}
 	for _, f := range []string{"controller-rbac.yaml", "controller-role.yaml"} {
-		for _, o := range readManifest(t, filepath.Join("..", "..", "deploy", f)) {
+		for _, o := range readManifest(t, filepath.Join("..", "..", "deploy", "base", f)) {
 			if err := env.Client.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
 				t.Fatalf("create %s %s: %v", o.GetKind(), o.GetName(), err)
 			}

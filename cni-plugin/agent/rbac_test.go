@@ -328,7 +328,7 @@ func applyManifests(t *testing.T, env *envtest.Env) {
 	ctx := context.Background()
 	var all, rbac []*unstructured.Unstructured
 	for _, f := range agentManifests {
-		objs := readManifest(t, filepath.Join("..", "..", "deploy", f))
+		objs := readManifest(t, filepath.Join("..", "..", "deploy", "base", f))
 		all = append(all, objs...)
 		if f == "agent-rbac.yaml" {
 			rbac = objs
@@ -434,7 +434,7 @@ func slicesOf(t *testing.T, env *envtest.Env, pool string) map[string]int {
 // capabilities, no privilege escalation and a read-only root filesystem.
 func TestAgentDaemonSetManifest(t *testing.T) {
 	var ds *appsv1.DaemonSet
-	for _, o := range readManifest(t, filepath.Join("..", "..", "deploy", "agent-daemonset.yaml")) {
+	for _, o := range readManifest(t, filepath.Join("..", "..", "deploy", "base", "agent-daemonset.yaml")) {
 		if o.GetKind() != "DaemonSet" {
 			continue
 		}

@@ -24,7 +24,7 @@ const image = "ghcr.io/netpool/netpool:latest"
 
 // kustomizations are every kustomization an operator applies; components are covered through the
 // overlay that combines them.
-var kustomizations = []string{".", "overlays/full"}
+var kustomizations = []string{"base", "overlays/full"}
 
 // render builds the kustomization at dir (relative to deploy/).
 func render(t *testing.T, dir string) []*unstructured.Unstructured {
@@ -61,17 +61,17 @@ func kindsOf(objs []*unstructured.Unstructured) map[string]int {
 // TestKustomizationsRender: each kustomization builds, holds what it promises, and names only the
 // one image, with the tag set in one place.
 func TestKustomizationsRender(t *testing.T) {
-	base := render(t, ".")
+	base := render(t, "base")
 	kinds := kindsOf(base)
 	for _, k := range []string{"CustomResourceDefinition", "Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "DaemonSet", "Deployment", "Service"} {
 		if kinds[k] == 0 {
-			t.Errorf("deploy/ renders no %s (kinds: %v)", k, kinds)
+			t.Errorf("deploy/base renders no %s (kinds: %v)", k, kinds)
 		}
 	}
-	// Every CRD generated into deploy/crds is in the base: a new kind cannot be forgotten.
-	files, err := filepath.Glob(filepath.Join("..", "..", "deploy", "crds", "*.yaml"))
+	// Every CRD generated into deploy/base/crds is in the base: a new kind cannot be forgotten.
+	files, err := filepath.Glob(filepath.Join("..", "..", "deploy", "base", "crds", "*.yaml"))
 	if err != nil || len(files) == 0 {
-		t.Fatalf("deploy/crds: %v", err)
+		t.Fatalf("deploy/base/crds: %v", err)
 	}
 	var want, got []string
 	for _, f := range files {
@@ -95,7 +95,7 @@ func TestKustomizationsRender(t *testing.T) {
 	sort.Strings(want)
 	sort.Strings(got)
 	if !slices.Equal(got, want) {
-		t.Errorf("the base holds CRDs %v, deploy/crds holds %v", got, want)
+		t.Errorf("the base holds CRDs %v, deploy/base/crds holds %v", got, want)
 	}
 	if !hasObject(base, "ClusterRole", "netpool-viewer") {
 		t.Error("the base has no read-only netpool-viewer ClusterRole for netpoolctl users")
