@@ -18,31 +18,41 @@ import (
 type execLoop struct {
 	cmd  *exec.Cmd
 	out  *bytes.Buffer
+	runs string // a file that grows by one byte per finished run
 	stop func(t *testing.T) (int, string)
 }
 
+// started is how many runs have finished so far.
+func (l *execLoop) started() int {
+	fi, err := os.Stat(l.runs)
+	if err != nil {
+		return 0
+	}
+	return int(fi.Size())
+}
+
 // execLoopScript runs "$1" (a Go test binary, which runs no test for -test.run=^$) until the file
-// "$2" exists, prints each failure and finally the number of runs. It creates "$3" once the first
-// run is over, so the caller knows the loop is going.
+// "$2" exists, prints each failure and finally the number of runs. It appends a byte to "$3" after
+// each run, so the caller can see how far it got.
 const execLoopScript = `n=0
 while [ ! -e "$2" ]; do
   if ! out=$("$1" -test.run='^$' 2>&1); then echo "FAIL: $out"; fi
   n=$((n+1))
-  [ "$n" = 1 ] && : > "$3"
+  printf x >> "$3"
 done
 echo "runs $n"`
 
 func startExecLoop(t *testing.T, binary string) *execLoop {
 	t.Helper()
 	dir := t.TempDir()
-	stopFile, readyFile := filepath.Join(dir, "stop"), filepath.Join(dir, "ready")
+	stopFile, runsFile := filepath.Join(dir, "stop"), filepath.Join(dir, "runs")
 	out := &bytes.Buffer{}
-	cmd := exec.Command("/bin/sh", "-c", execLoopScript, "sh", binary, stopFile, readyFile)
+	cmd := exec.Command("/bin/sh", "-c", execLoopScript, "sh", binary, stopFile, runsFile)
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	l := &execLoop{cmd: cmd, out: out}
+	l := &execLoop{cmd: cmd, out: out, runs: runsFile}
 	l.stop = func(t *testing.T) (int, string) {
 		t.Helper()
 		if err := os.WriteFile(stopFile, nil, 0o644); err != nil {
@@ -75,7 +85,7 @@ func startExecLoop(t *testing.T, binary string) *execLoop {
 	}
 	// The installer starts once the loop has run the binary once.
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
-		if _, err := os.Stat(readyFile); err == nil {
+		if l.started() > 0 {
 			return l
 		}
 		if time.Now().After(deadline) {

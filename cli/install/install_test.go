@@ -7,6 +7,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/netpool/netpool/ipam"
 )
@@ -204,17 +205,20 @@ func TestReplaceFileIsAtomicToExec(t *testing.T) {
 		t.Fatal(err)
 	}
 	loop := startExecLoop(t, dst)
-	for i := 0; i < 40; i++ {
+	// At least 40 replacements, and on until the loop has run the binary 20 times meanwhile (a
+	// loaded machine runs it slowly), within a minute.
+	replaced := 0
+	for deadline := time.Now().Add(time.Minute); replaced < 40 || loop.started() < 20 && time.Now().Before(deadline); replaced++ {
 		data := v1
-		if i%2 == 1 {
+		if replaced%2 == 1 {
 			data = v2
 		}
 		if _, err := replaceFile(dst, data, 0o755); err != nil {
-			t.Fatalf("replace %d: %v", i, err)
+			t.Fatalf("replace %d: %v", replaced, err)
 		}
 	}
 	runs, failures := loop.stop(t)
-	if runs < 5 {
+	if runs < 20 {
 		t.Fatalf("only %d execs ran while the binary was replaced: the test proves nothing", runs)
 	}
 	if failures != "" {
@@ -223,7 +227,7 @@ func TestReplaceFileIsAtomicToExec(t *testing.T) {
 	if e := entries(t, dir); len(e) != 1 {
 		t.Errorf("the directory holds %v, want only the binary", e)
 	}
-	t.Logf("%d execs during 40 replacements, none failed", runs)
+	t.Logf("%d execs during %d replacements, none failed", runs, replaced)
 
 	t.Run("control: an in-place write is caught", func(t *testing.T) {
 		loop := startExecLoop(t, dst)

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"log/slog"
 	"context"
 	"errors"
 	"io/fs"
@@ -25,7 +26,7 @@ func confinedAgent(t *testing.T) (*Agent, string, string) {
 			t.Fatal(err)
 		}
 	}
-	return &Agent{opts: Options{ConfigDirs: []string{confDir}, LogDir: logDir}, metrics: newMetrics()}, confDir, logDir
+	return &Agent{opts: Options{ConfigDirs: []string{confDir}, LogDir: logDir}, log: slog.New(slog.DiscardHandler), metrics: newMetrics()}, confDir, logDir
 }
 
 // TestAgentConfinesConfigurationPath: the agent runs as root with cluster credentials, so a NAD's

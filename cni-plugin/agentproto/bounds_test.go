@@ -83,7 +83,7 @@ func TestServerBoundsConnections(t *testing.T) {
 	}
 }
 
-// TestServerBoundsFrameMemory sends 30 requests of 4 MiB at once (60 took an unbounded agent
+// TestServerBoundsFrameMemory sends 30 requests of the largest size (about 4 MiB) at once (60 took an unbounded agent
 // to about 670 MiB) and samples the heap while the agent reads them. Every
 // client writes the same encoded frame, so the clients' side costs one frame.
 func TestServerBoundsFrameMemory(t *testing.T) {
@@ -94,13 +94,15 @@ func TestServerBoundsFrameMemory(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(25))
 
 	req := addReq()
-	req.Stdin = []byte(`{"name":"n","pad":"` + strings.Repeat("x", 3<<20-4<<10) + `"}`)
+	// The largest config a request may carry, so each frame is as large as the agent accepts.
+	const shell = `{"name":"n","pad":""}`
+	req.Stdin = []byte(`{"name":"n","pad":"` + strings.Repeat("x", MaxStdinSize-len(shell)) + `"}`)
 	frame, err := json.Marshal(req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(frame) < 4<<20-8<<10 || len(frame) > MaxMessageSize {
-		t.Fatalf("frame is %d bytes, want just under %d", len(frame), MaxMessageSize)
+	if len(frame) < MaxMessageSize-envelopeReserve || len(frame) > MaxMessageSize {
+		t.Fatalf("frame is %d bytes, want within %d of %d", len(frame), envelopeReserve, MaxMessageSize)
 	}
 	path := socketPath(t)
 	ln, err := Listen(path)
