@@ -34,12 +34,8 @@ func fakeClient(t *testing.T, funcs interceptor.Funcs, objs ...client.Object) cl
 	for _, ix := range fieldIndexes() {
 		b = b.WithIndex(ix.obj, ix.field, ix.extract)
 	}
-	// The API server's selectable fields, which the controller reads live.
-	b = b.WithIndex(&ipamv1.OverlappingRangeIPReservation{}, specPoolField, func(o client.Object) []string {
-		return []string{o.(*ipamv1.OverlappingRangeIPReservation).Spec.Pool}
-	}).WithIndex(&ipamv1.IPPoolSlice{}, specPoolField, func(o client.Object) []string {
-		return []string{o.(*ipamv1.IPPoolSlice).Spec.Pool}
-	})
+	// The API server's selectable fields, which the controller reads live, have the names of the
+	// cache's spec.pool indexes (reservationPoolField, slicePoolField), so those serve both here.
 	return b.Build()
 }
 

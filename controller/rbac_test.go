@@ -22,15 +22,15 @@ func TestGeneratedRoleIsUpToDate(t *testing.T) {
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("hack/generate.sh %s: %v\n%s", out, err, b)
 	}
-	want, err := os.ReadFile(filepath.Join(out, "deploy", "controller-role.yaml"))
+	want, err := os.ReadFile(filepath.Join(out, "deploy", "base", "controller-role.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := os.ReadFile(filepath.Join(root, "deploy", "controller-role.yaml"))
+	got, err := os.ReadFile(filepath.Join(root, "deploy", "base", "controller-role.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(got, want) {
-		t.Fatalf("deploy/controller-role.yaml is stale; run make generate. The markers give:\n%s", want)
+		t.Fatalf("deploy/base/controller-role.yaml is stale; run make generate. The markers give:\n%s", want)
 	}
 }
