@@ -54,7 +54,8 @@ func TestNodeRestriction(t *testing.T) {
 	na := startAgent(t, cfgA, Options{NodeName: "node-a", Socket: filepath.Join(dir, "a.sock"), Log: discardLog(), Stderr: io.Discard})
 	nb := startAgent(t, cfgB, Options{NodeName: "node-b", Socket: filepath.Join(dir, "b.sock"), Log: discardLog(), Stderr: io.Discard})
 	sh := newShim()
-	extra := `,"range":"10.84.0.0/28"`
+	// A /26 makes four slices of 16 (smaller pools are one slice), so each node holds its own.
+	extra := `,"range":"10.84.0.0/26"`
 	ipA := sh.addIP(t, "ctr-a", netConf("iso", na.socket, extra))
 	ipB := sh.addIP(t, "ctr-b", netConf("iso", nb.socket, extra))
 	if ipA == ipB {
@@ -263,8 +264,8 @@ func waitPolicyActive(t *testing.T, c client.Client) {
 
 func forgedReservation(addr, node, label string) *ipamv1.OverlappingRangeIPReservation {
 	return &ipamv1.OverlappingRangeIPReservation{
-		ObjectMeta: metav1.ObjectMeta{Name: "10.84.0.0-28." + addr, Labels: map[string]string{ipamv1.NodeLabel: label}},
-		Spec: ipamv1.OverlappingRangeIPReservationSpec{Address: addr, Pool: "10.84.0.0-28", ContainerID: "forged",
+		ObjectMeta: metav1.ObjectMeta{Name: "10.84.0.0-26." + addr, Labels: map[string]string{ipamv1.NodeLabel: label}},
+		Spec: ipamv1.OverlappingRangeIPReservationSpec{Address: addr, Pool: "10.84.0.0-26", ContainerID: "forged",
 			IfName: "net1", Node: node},
 	}
 }
