@@ -48,7 +48,7 @@ var agentManifests = []string{"agent-rbac.yaml", "agent-daemonset.yaml"}
 // requests outside the role are Forbidden, and a SubjectAccessReview grid over the kinds and verbs
 // an agent could plausibly touch allows exactly the role's rules.
 func TestAgentRBAC(t *testing.T) {
-	env := envtest.Start(t)
+	env := envtest.Shared(t)
 	ctx := context.Background()
 	applyManifests(t, env)
 

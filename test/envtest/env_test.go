@@ -3,6 +3,7 @@ package envtest_test
 import (
 	"context"
 	"errors"
+	"os"
 	"syscall"
 	"testing"
 	"time"
@@ -16,6 +17,8 @@ import (
 	"github.com/netpool/netpool/test/envtest"
 )
 
+func TestMain(m *testing.M) { os.Exit(envtest.RunShared(m.Run)) }
+
 func newPool(name, cidr string) *ipamv1.IPPool {
 	return &ipamv1.IPPool{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
@@ -23,9 +26,9 @@ func newPool(name, cidr string) *ipamv1.IPPool {
 	}
 }
 
-func TestStartServesTheCRDs(t *testing.T) {
+func TestSharedServesTheCRDs(t *testing.T) {
 	t.Parallel()
-	env := envtest.Start(t)
+	env := envtest.Shared(t)
 	ctx := t.Context()
 
 	if len(env.CRDs) != 3 {
@@ -44,6 +47,9 @@ func TestStartServesTheCRDs(t *testing.T) {
 	}
 	if got.Spec.Range != "10.0.0.0/24" {
 		t.Fatalf("read range %q, want 10.0.0.0/24", got.Spec.Range)
+	}
+	if again := envtest.Shared(t); again != env {
+		t.Fatal("a second Shared started another Env")
 	}
 	t.Logf("Start took %s", env.StartDuration)
 }
@@ -138,7 +144,7 @@ func TestStopEndsTheControlPlane(t *testing.T) {
 
 func TestUserKubeconfigIsSubjectToRBAC(t *testing.T) {
 	t.Parallel()
-	env := envtest.Start(t)
+	env := envtest.Shared(t)
 	ctx := t.Context()
 
 	alice, err := env.NewClient(env.UserKubeconfig(t, "alice", []string{"netpool-readers"}))
@@ -157,7 +163,7 @@ func TestUserKubeconfigIsSubjectToRBAC(t *testing.T) {
 
 func TestServiceAccountKubeconfigMatchesServiceAccountSubjects(t *testing.T) {
 	t.Parallel()
-	env := envtest.Start(t)
+	env := envtest.Shared(t)
 	ctx := t.Context()
 
 	user, groups := envtest.ServiceAccountUser("kube-system", "netpool")
