@@ -98,14 +98,14 @@ func setup(mgr manager.Manager, opts Options) error {
 	recorder := mgr.GetEventRecorder(eventSource)
 	rel := &releaser{client: mgr.GetClient(), recorder: recorder, metrics: m, dryRun: opts.DryRun}
 	reconcilers := []interface{ SetupWithManager(ctrl.Manager) error }{
-		&poolStatusReconciler{Client: mgr.GetClient(), Metrics: m, Interval: opts.PoolStatusInterval},
+		&poolStatusReconciler{Client: mgr.GetClient(), Metrics: m, Interval: opts.PoolStatusInterval, Now: opts.Now},
 		&gcReconciler{
 			Client: mgr.GetClient(), Live: mgr.GetAPIReader(), Metrics: m, Release: rel,
-			Grace: opts.GCGrace, SweepInterval: opts.SweepInterval, Workers: opts.GCWorkers,
+			Grace: opts.GCGrace, SweepInterval: opts.SweepInterval, Workers: opts.GCWorkers, Now: opts.Now,
 		},
 		&nadReconciler{Client: mgr.GetClient(), Recorder: recorder},
-		&nodeReconciler{Client: mgr.GetClient(), Live: mgr.GetAPIReader(), Release: rel, Grace: opts.GCGrace},
-		&sliceReconciler{Client: mgr.GetClient(), Release: rel, Grace: opts.SliceGrace},
+		&nodeReconciler{Client: mgr.GetClient(), Live: mgr.GetAPIReader(), Release: rel, Grace: opts.GCGrace, Now: opts.Now},
+		&sliceReconciler{Client: mgr.GetClient(), Release: rel, Grace: opts.SliceGrace, Now: opts.Now},
 	}
 	for _, r := range reconcilers {
 		if err := r.SetupWithManager(mgr); err != nil {
