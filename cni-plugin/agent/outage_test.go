@@ -16,11 +16,11 @@ import (
 )
 
 // TestAPIServerRestartDuringARun keeps ADDs running on two nodes while the API server is killed and
-// etcd stopped, and both are started again. The phases follow the workers: the crash comes once
-// every worker has had an ADD succeed, the restart once every worker has had one fail, and the
-// run ends once every worker has had one succeed again. During the outage every ADD fails with CNI error 11 within the bound;
-// afterwards the runtime's retries succeed, no address is held twice, nothing is left half-made,
-// and DEL reclaims everything.
+// etcd stopped, and both are started again. During the outage every ADD fails with CNI error 11
+// within the bound; afterwards the runtime's retries succeed, no address is held twice, nothing is
+// left half-made, and DEL reclaims everything. The phases follow the workers, not sleeps: the
+// crash comes once every worker has had an ADD succeed, the restart once every worker has had one
+// fail with 11, and the run ends once every worker has had one succeed again.
 func TestAPIServerRestartDuringARun(t *testing.T) {
 	env := envtest.Start(t)
 	warmUp(t, env)

@@ -9,18 +9,8 @@ import (
 	"time"
 )
 
-// shared is the Env of Shared: one per test binary, started by the first test that asks for it
-// and stopped by RunShared once every test has run.
-var shared struct {
-	mu sync.Mutex
-	// running is set by RunShared while the tests run; Shared refuses to start an Env that
-	// nothing would stop.
-	running bool
-	env     *Env
-	// err is why the start failed; every later Shared fails with it rather than trying again.
-	err error
-	dir string
-}
+// shared is the Env of Shared and RunShared: one per test binary.
+var shared sharedEnv
 
 // Shared returns the kube-apiserver and etcd that the tests of this test binary share, starting it
 // on the first call (a start costs seconds; a binary whose tests all share one pays it once). The
@@ -33,24 +23,73 @@ var shared struct {
 // stops, restarts or crashes the control plane must use Start instead.
 func Shared(t testing.TB) *Env {
 	t.Helper()
-	shared.mu.Lock()
-	defer shared.mu.Unlock()
-	if !shared.running {
-		t.Fatalf("envtest.Shared needs the test binary's TestMain to run the tests through envtest.RunShared")
-	}
-	if shared.env == nil && shared.err == nil {
-		shared.env, shared.dir, shared.err = startShared()
-		if shared.err == nil {
-			t.Logf("envtest: shared kube-apiserver at %s started in %s", shared.env.Config.Host, shared.env.StartDuration.Round(time.Millisecond))
-		}
-	}
-	if shared.err != nil {
-		t.Fatalf("starting the shared envtest: %v", shared.err)
-	}
-	return shared.env
+	return shared.get(t)
 }
 
-// startShared starts an Env in a temporary directory of its own, which stopShared removes.
+// RunShared runs the tests (run is testing.M's Run, or a wrapper of it) with Shared available, then
+// stops the shared Env if a test started it and removes its directory. It returns run's exit code,
+// or 1 if stopping failed.
+func RunShared(run func() int) int { return shared.run(run) }
+
+// sharedEnv is an Env started by the first get and stopped when run ends.
+type sharedEnv struct {
+	mu sync.Mutex
+	// running is set while run runs the tests; get refuses to start an Env that nothing would stop.
+	running bool
+	env     *Env
+	// err is why the start failed; every later get fails with it rather than trying again.
+	err error
+	// dir holds env's data, certificates and kubeconfig; run removes it.
+	dir string
+}
+
+func (s *sharedEnv) get(t testing.TB) *Env {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.running {
+		t.Fatalf("envtest.Shared needs the test binary's TestMain to run the tests through envtest.RunShared")
+	}
+	if s.env == nil && s.err == nil {
+		s.env, s.dir, s.err = startShared()
+		if s.err == nil {
+			t.Logf("envtest: shared kube-apiserver at %s started in %s", s.env.Config.Host, s.env.StartDuration.Round(time.Millisecond))
+		}
+	}
+	if s.err != nil {
+		t.Fatalf("starting the shared envtest: %v", s.err)
+	}
+	return s.env
+}
+
+func (s *sharedEnv) run(run func() int) int {
+	s.mu.Lock()
+	s.running = true
+	s.mu.Unlock()
+	code := run()
+	if err := s.stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "envtest:", err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	return code
+}
+
+// stop stops the Env, if one was started, removes its directory and forgets it.
+func (s *sharedEnv) stop() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.running = false
+	e, dir := s.env, s.dir
+	s.env, s.dir, s.err = nil, "", nil
+	if e == nil {
+		return nil
+	}
+	return errors.Join(e.Stop(), os.RemoveAll(dir))
+}
+
+// startShared starts an Env in a temporary directory of its own.
 func startShared() (*Env, string, error) {
 	root, err := moduleRoot()
 	if err != nil {
@@ -65,34 +104,4 @@ func startShared() (*Env, string, error) {
 		return nil, "", errors.Join(err, os.RemoveAll(dir))
 	}
 	return e, dir, nil
-}
-
-// RunShared runs the tests (run is testing.M's Run, or a wrapper of it) with Shared available, then
-// stops the shared Env if a test started it and removes its directory. It returns run's exit code,
-// or 1 if stopping failed.
-func RunShared(run func() int) int {
-	shared.mu.Lock()
-	shared.running = true
-	shared.mu.Unlock()
-	code := run()
-	if err := stopShared(); err != nil {
-		fmt.Fprintln(os.Stderr, "envtest:", err)
-		if code == 0 {
-			code = 1
-		}
-	}
-	return code
-}
-
-// stopShared stops the shared Env, if one was started, and forgets it.
-func stopShared() error {
-	shared.mu.Lock()
-	defer shared.mu.Unlock()
-	shared.running = false
-	e, dir := shared.env, shared.dir
-	shared.env, shared.dir, shared.err = nil, "", nil
-	if e == nil {
-		return nil
-	}
-	return errors.Join(e.Stop(), os.RemoveAll(dir))
 }

@@ -12,18 +12,17 @@ import (
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
 )
 
-// The tests of this file change the shared state, so they do not call t.Parallel: they run before
-// the package's parallel tests resume, and each puts the state back.
+// The tests of this file use a sharedEnv of their own, so they leave the binary's alone.
 
 // TestSharedNeedsRunShared: without RunShared nothing would stop the Env, so Shared refuses to
 // start one.
 func TestSharedNeedsRunShared(t *testing.T) {
-	restore := swapShared(false)
-	defer restore()
+	t.Parallel()
+	var s sharedEnv
 	tb := &fatalTB{TB: t}
-	tb.run(func() { Shared(tb) })
+	tb.run(func() { s.get(tb) })
 	wantErr(t, tb.err, "envtest.Shared needs the test binary's TestMain to run the tests through envtest.RunShared")
-	if shared.env != nil {
+	if s.env != nil {
 		t.Fatal("Shared started an Env without RunShared")
 	}
 }
@@ -31,15 +30,15 @@ func TestSharedNeedsRunShared(t *testing.T) {
 // TestRunSharedStartsOnceAndStops: every Shared call of a run gets the same Env, started on the
 // first; RunShared stops it and removes its directory afterwards, and returns the tests' code.
 func TestRunSharedStartsOnceAndStops(t *testing.T) {
-	restore := swapShared(false)
-	defer restore()
-	if code := RunShared(func() int { return 3 }); code != 3 || shared.env != nil {
-		t.Fatalf("RunShared without Shared = %d (env %v), want the tests' 3 and no Env", code, shared.env)
+	t.Parallel()
+	var s sharedEnv
+	if code := s.run(func() int { return 3 }); code != 3 || s.env != nil {
+		t.Fatalf("RunShared without Shared = %d (env %v), want the tests' 3 and no Env", code, s.env)
 	}
 
 	var first, second *Env
-	code := RunShared(func() int {
-		first, second = Shared(t), Shared(t)
+	code := s.run(func() int {
+		first, second = s.get(t), s.get(t)
 		return 0
 	})
 	if code != 0 {
@@ -62,27 +61,12 @@ func TestRunSharedStartsOnceAndStops(t *testing.T) {
 	if _, err := os.Stat(first.Kubeconfig); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the shared Env's directory is left: %v", err)
 	}
-	if shared.running || shared.env != nil {
+	if s.running || s.env != nil {
 		t.Error("RunShared left Shared usable after the run")
 	}
-}
-
-// swapShared clears the shared state, with running as given, and returns what puts it back.
-func swapShared(running bool) func() {
-	shared.mu.Lock()
-	defer shared.mu.Unlock()
-	saved := struct {
-		running bool
-		env     *Env
-		err     error
-		dir     string
-	}{shared.running, shared.env, shared.err, shared.dir}
-	shared.running, shared.env, shared.err, shared.dir = running, nil, nil, ""
-	return func() {
-		shared.mu.Lock()
-		defer shared.mu.Unlock()
-		shared.running, shared.env, shared.err, shared.dir = saved.running, saved.env, saved.err, saved.dir
-	}
+	tb := &fatalTB{TB: t}
+	tb.run(func() { s.get(tb) })
+	wantErr(t, tb.err, "envtest.Shared needs the test binary's TestMain")
 }
 
 // fatalTB records Fatalf and ends the goroutine, as testing's Fatalf ends a test.
