@@ -7,18 +7,26 @@ NETPOOL_CACHE ?= $(HOME)/.cache/netpool
 export NETPOOL_CACHE
 FUZZTIME      ?= 20s
 BINARIES      := netpool netpool-agent netpool-controller netpool-egress-router netpoolctl
+BINDIR        ?= bin
+# VERSION is stamped into every binary (--version, the plugin's about text): the nearest tag, the
+# commits since it and the commit, "-dirty" with uncommitted changes; "devel" outside a git checkout.
+VERSION       ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+LDFLAGS       := -X github.com/netpool/netpool/internal/version.Version=$(VERSION)
 
-.PHONY: all build demo test unit bench fuzz lint clean generate image
+.PHONY: all build version demo test unit bench fuzz lint clean generate image
 
 all: build
 
-build: ## Build the binaries into bin/
-	@mkdir -p bin
-	@for b in $(BINARIES); do CGO_ENABLED=0 $(GO) build -trimpath -o bin/$$b ./cmd/$$b || exit 1; done
-	@echo "built: $(addprefix bin/,$(BINARIES))"
+build: ## Build the binaries into bin/ (BINDIR), stamped with VERSION
+	@mkdir -p $(BINDIR)
+	@for b in $(BINARIES); do CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BINDIR)/$$b ./cmd/$$b || exit 1; done
+	@echo "built $(VERSION): $(addprefix $(BINDIR)/,$(BINARIES))"
+
+version: ## Print the version that build stamps into the binaries
+	@echo $(VERSION)
 
 image: ## One image with every binary (linux/amd64, linux/arm64) as an OCI layout and tarballs in bin/image; no Docker engine needed
-	$(GO) run ./hack/image -out bin/image -version "$$(git describe --tags --always --dirty 2>/dev/null || echo dev)"
+	$(GO) run ./hack/image -out bin/image -version "$(VERSION)" -ldflags "$(LDFLAGS)"
 
 demo: build ## A real CNI chain (bridge + netpool on bbolt) in network namespaces; needs root
 	@if [ "$$(id -u)" != 0 ]; then echo "make demo needs root (it creates network namespaces, veths and a bridge)"; exit 2; fi

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/netpool/netpool/internal/version"
 )
 
 func run(t *testing.T, args ...string) (string, error) {
@@ -65,5 +67,18 @@ func TestInstallCNICommand(t *testing.T) {
 				t.Fatalf("a refused install wrote %d entries", len(es))
 			}
 		})
+	}
+}
+
+// TestVersion: the version command and --version print the stamped version.
+func TestVersion(t *testing.T) {
+	for _, args := range [][]string{{"version"}, {"--version"}} {
+		out, err := run(t, args...)
+		if err != nil || out != "netpoolctl "+version.String()+"\n" {
+			t.Errorf("netpoolctl %v = %q, %v; want %q", args, out, err, "netpoolctl "+version.String())
+		}
+	}
+	if _, err := run(t, "version", "extra"); err == nil {
+		t.Error("version with an argument succeeded")
 	}
 }

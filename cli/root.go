@@ -1,9 +1,12 @@
 package cli
 
 import (
+	"fmt"
 	"io"
 
 	"github.com/spf13/cobra"
+
+	"github.com/netpool/netpool/internal/version"
 )
 
 // NewRoot returns the netpoolctl command tree, writing to out and errOut.
@@ -13,9 +16,20 @@ func NewRoot(out, errOut io.Writer) *cobra.Command {
 		Short:         "Install, inspect and repair netpool",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// --version, and the version command below, print what make build stamped.
+		Version: version.String(),
 	}
+	root.SetVersionTemplate("netpoolctl {{.Version}}\n")
 	root.SetOut(out)
 	root.SetErr(errOut)
-	root.AddCommand(newInstallCNI())
+	root.AddCommand(newInstallCNI(), &cobra.Command{
+		Use:   "version",
+		Short: "Print netpoolctl's version",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			_, err := fmt.Fprintln(cmd.OutOrStdout(), version.Line("netpoolctl"))
+			return err
+		},
+	})
 	return root
 }

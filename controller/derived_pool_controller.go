@@ -40,7 +40,7 @@ type derivedPoolReconciler struct {
 	// Grace is how old a derived pool must be before it may be removed.
 	Grace time.Duration
 	// Now is the clock; time.Now when nil.
-	Now func() time.Time
+	Now nowFunc
 }
 
 // SetupWithManager registers the reconciler: derived pools, the NADs that name them (before and
@@ -77,7 +77,7 @@ func (r *derivedPoolReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	if !ippool.IsDerived(pool) || pool.DeletionTimestamp != nil {
 		return ctrl.Result{}, nil
 	}
-	if age := r.now().Sub(pool.CreationTimestamp.Time); age < r.Grace {
+	if age := r.Now.now().Sub(pool.CreationTimestamp.Time); age < r.Grace {
 		return ctrl.Result{RequeueAfter: r.Grace - age}, nil
 	}
 	used, err := r.inUse(ctx, pool.Name)
@@ -128,13 +128,6 @@ func (r *derivedPoolReconciler) inUse(ctx context.Context, pool string) (string,
 		return "slice " + slices.Items[0].Name, nil
 	}
 	return "", nil
-}
-
-func (r *derivedPoolReconciler) now() time.Time {
-	if r.Now != nil {
-		return r.Now()
-	}
-	return time.Now()
 }
 
 // poolRequests are reconcile requests for pools by name.

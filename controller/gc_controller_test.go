@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -11,7 +13,9 @@ import (
 )
 
 // The GC's user stories, on the real API server with the manager in-process. Pods are API objects
-// whose status the tests write as a kubelet and Multus would.
+// whose status the tests write as a kubelet and Multus would. The reconcilers run on a testClock
+// with an hour's grace: a reservation gets past the grace when the test advances the clock, so the
+// order of each story is the test's, whatever the machine's speed.
 
 func TestGCReleasesADeletedPodsReservationWithinSeconds(t *testing.T) {
 	f := newFixture(t, nil)
@@ -19,7 +23,10 @@ func TestGCReleasesADeletedPodsReservationWithinSeconds(t *testing.T) {
 	pool := f.pool("gc-deleted", "10.1.0.0/24", "")
 	pod := f.pod("web", corev1.PodRunning, "10.1.0.5")
 	res := f.reservation(pool.Name, "10.1.0.5", pod, "node-a")
-	m := mustStartManager(t, nil, testOptions())
+	clock := &testClock{}
+	opts := gcOptions(clock)
+	clock.Advance(opts.GCGrace) // past the grace, only its live pod keeps the reservation
+	m := mustStartManager(t, nil, opts)
 
 	consistently(t, 2*time.Second, "a live pod's reservation must stay", exists(res))
 	f.deletePod(pod)
@@ -27,12 +34,19 @@ func TestGCReleasesADeletedPodsReservationWithinSeconds(t *testing.T) {
 	eventually(t, 5*time.Second, "the deleted pod's reservation is released", gone(res))
 	t.Logf("released %s after the pod's deletion", time.Since(deleted).Round(time.Millisecond))
 
-	if got := m.releases(t, ReasonPodDeleted, false); got != 1 {
-		t.Errorf("netpool_gc_releases_total{reason=%q} = %v, want 1", ReasonPodDeleted, got)
-	}
+	// The releaser counts after its Delete returns, so the count may trail what the API server shows.
+	eventually(t, 5*time.Second, "the release is counted once", func() error {
+		if got := m.releases(t, ReasonPodDeleted, false); got != 1 {
+			return fmt.Errorf("netpool_gc_releases_total{reason=%q} = %v, want 1", ReasonPodDeleted, got)
+		}
+		return nil
+	})
 	eventually(t, 5*time.Second, "the release is an Event on the pool", func() error {
 		return wantEvent(t, pool.UID, corev1.EventTypeWarning, EventAddressReleased, "10.1.0.5", "pod "+f.ns+"/web no longer exists")
 	})
+	if got := m.releases(t, ReasonPodDeleted, false); got != 1 {
+		t.Errorf("netpool_gc_releases_total{reason=%q} = %v, want 1", ReasonPodDeleted, got)
+	}
 }
 
 func TestGCReleasesTheOldReservationOfARecreatedPodAndNeverTheNew(t *testing.T) {
@@ -41,17 +55,24 @@ func TestGCReleasesTheOldReservationOfARecreatedPodAndNeverTheNew(t *testing.T) 
 	pool := f.pool("gc-replaced", "10.2.0.0/24", "")
 	old := f.pod("db-0", corev1.PodRunning, "10.2.0.5")
 	oldRes := f.reservation(pool.Name, "10.2.0.5", old, "node-a")
-	m := mustStartManager(t, nil, testOptions())
-	time.Sleep(1500 * time.Millisecond) // the old reservation is past the grace
+	clock := &testClock{}
+	opts := gcOptions(clock)
+	opts.SweepInterval = 200 * time.Millisecond
+	m := mustStartManager(t, nil, opts)
 
-	// A StatefulSet recreates db-0: same name, new UID, a new address whose ADD is under way.
+	// A StatefulSet recreates db-0: same name, new UID, a new address whose ADD is under way
+	// (the reservation exists, network-status does not list it yet), all within the grace.
 	f.deletePod(old)
 	replacement := f.pod("db-0", corev1.PodRunning, "10.2.0.5")
 	newRes := f.reservation(pool.Name, "10.2.0.6", replacement, "node-a")
+	waitSweeps(t, m, 2, "within the grace both reservations stay", func() error {
+		return errors.Join(exists(oldRes)(), exists(newRes)())
+	})
 	f.setNetworkStatus(replacement, "10.2.0.6")
+	clock.Advance(opts.GCGrace) // both are past the grace; every sweep judges them again
 
 	eventually(t, 5*time.Second, "the old pod's reservation is released", gone(oldRes))
-	consistently(t, 3*time.Second, "the new pod's reservation must never be released", exists(newRes))
+	waitSweeps(t, m, 10, "the new pod's reservation must never be released", exists(newRes))
 	if got := m.releases(t, ReasonPodReplaced, false) + m.releases(t, ReasonPodDeleted, false); got != 1 {
 		t.Errorf("releases = %v, want exactly 1 (the old reservation)", got)
 	}
@@ -61,22 +82,27 @@ func TestGCNeverReleasesAReservationMadeMomentsBeforeItsNetworkStatus(t *testing
 	f := newFixture(t, nil)
 	f.node("node-a")
 	pool := f.pool("gc-race", "10.3.0.0/24", "")
-	opts := testOptions()
-	opts.GCGrace = 3 * time.Second
+	clock := &testClock{}
+	opts := gcOptions(clock)
+	opts.SweepInterval = 200 * time.Millisecond
 	m := mustStartManager(t, nil, opts)
 
-	// Both pods run and Multus has reported another attachment only; then each gets an address.
+	// Both pods run and Multus has reported another attachment only; then each gets an address,
+	// and the GC judges both (every sweep) before Multus reports either: the grace protects them.
 	racing := f.pod("racing", corev1.PodRunning, "192.0.2.1")
 	racingRes := f.reservation(pool.Name, "10.3.0.5", racing, "node-a")
 	leaked := f.pod("leaked", corev1.PodRunning, "192.0.2.2")
 	leakedRes := f.reservation(pool.Name, "10.3.0.6", leaked, "node-a")
-	time.Sleep(time.Second)
+	waitSweeps(t, m, 2, "reservations younger than the grace stay", func() error {
+		return errors.Join(exists(racingRes)(), exists(leakedRes)())
+	})
 	f.setNetworkStatus(racing, "192.0.2.1", "10.3.0.5") // Multus reports the ADD that was under way
+	clock.Advance(opts.GCGrace)
 
-	consistently(t, 2*opts.GCGrace, "a reservation whose address reached network-status must stay", exists(racingRes))
 	// The control: the address that never reached network-status is released once past the grace,
-	// so the check above would have seen a release.
+	// so the check below would see a release.
 	eventually(t, 5*time.Second, "the reservation missing from network-status is released", gone(leakedRes))
+	waitSweeps(t, m, 10, "a reservation whose address reached network-status must stay", exists(racingRes))
 	if got := m.releases(t, ReasonNotInNetworkStatus, false); got != 1 {
 		t.Errorf("netpool_gc_releases_total{reason=%q} = %v, want 1", ReasonNotInNetworkStatus, got)
 	}
@@ -97,16 +123,22 @@ func TestGCSweepReleasesWhatWasDeletedWhileTheControllerWasDown(t *testing.T) {
 		pods = append(pods, p)
 		reservations = append(reservations, f.reservation(pool.Name, addr, p, "node-a").Name)
 	}
-	first := mustStartManager(t, nil, testOptions())
-	time.Sleep(1500 * time.Millisecond)
+	clock := &testClock{}
+	opts := gcOptions(clock)
+	first := mustStartManager(t, nil, opts)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	if !first.mgr.GetCache().WaitForCacheSync(ctx) {
+		t.Fatal("the first controller's cache did not sync")
+	}
 	first.stop(t)
+	clock.Advance(opts.GCGrace) // the reservations are past the grace by the time the controller is back
 
 	// While no controller runs, half the pods go; one finishes instead.
 	f.deletePod(pods[0])
 	f.deletePod(pods[1])
 	f.setPhase(pods[2], corev1.PodSucceeded)
-	time.Sleep(500 * time.Millisecond)
-	second := mustStartManager(t, nil, testOptions())
+	second := mustStartManager(t, nil, opts)
 
 	for i, name := range reservations {
 		res := newReservation(pool.Name, fmt.Sprintf("10.4.0.%d", 10+i), pods[i], "node-a")
@@ -134,8 +166,10 @@ func TestGCDryRunReportsWithoutReleasing(t *testing.T) {
 	pod := f.pod("gone", corev1.PodRunning, "10.5.0.5")
 	res := f.reservation(pool.Name, "10.5.0.5", pod, "node-a")
 	f.deletePod(pod)
-	opts := testOptions()
+	clock := &testClock{}
+	opts := gcOptions(clock)
 	opts.DryRun = true
+	clock.Advance(opts.GCGrace)
 	m := mustStartManager(t, nil, opts)
 
 	eventually(t, 5*time.Second, "the dry run reports the leak on the pool", func() error {

@@ -101,16 +101,16 @@ func setup(mgr manager.Manager, opts Options) error {
 	reconcilers := []interface{ SetupWithManager(ctrl.Manager) error }{
 		&poolStatusReconciler{
 			Client: mgr.GetClient(), Live: mgr.GetAPIReader(), Recorder: recorder, Metrics: m,
-			Interval: opts.PoolStatusInterval,
+			Interval: opts.PoolStatusInterval, Now: opts.Now,
 		},
 		&gcReconciler{
 			Client: mgr.GetClient(), Live: mgr.GetAPIReader(), Metrics: m, Release: rel,
-			Grace: opts.GCGrace, SweepInterval: opts.SweepInterval, Workers: opts.GCWorkers,
+			Grace: opts.GCGrace, SweepInterval: opts.SweepInterval, Workers: opts.GCWorkers, Now: opts.Now,
 		},
-		&nodeReconciler{Client: mgr.GetClient(), Live: mgr.GetAPIReader(), Release: rel, Grace: opts.GCGrace},
-		&sliceReconciler{Client: mgr.GetClient(), Release: rel, Grace: opts.SliceGrace},
+		&nodeReconciler{Client: mgr.GetClient(), Live: mgr.GetAPIReader(), Release: rel, Grace: opts.GCGrace, Now: opts.Now},
+		&sliceReconciler{Client: mgr.GetClient(), Release: rel, Grace: opts.SliceGrace, Now: opts.Now},
 		&egressRouterReconciler{Client: mgr.GetClient(), Live: mgr.GetAPIReader(), Recorder: recorder, Image: opts.EgressRouterImage, Workers: egressWorkers},
-		&derivedPoolReconciler{Client: mgr.GetClient(), Live: mgr.GetAPIReader(), Grace: opts.GCGrace},
+		&derivedPoolReconciler{Client: mgr.GetClient(), Live: mgr.GetAPIReader(), Grace: opts.GCGrace, Now: opts.Now},
 	}
 	for _, r := range reconcilers {
 		if err := r.SetupWithManager(mgr); err != nil {

@@ -84,6 +84,9 @@ type Options struct {
 	// Registerer receives netpool's own metrics; controller-runtime's registry (served on
 	// /metrics) when nil. Tests that run several managers give each its own registry.
 	Registerer prometheus.Registerer
+	// Now is every reconciler's clock (reservation ages, grace periods, status intervals);
+	// time.Now when nil. It is not a flag: tests move it to age objects past a grace period.
+	Now func() time.Time
 }
 
 // DefaultOptions returns the options with every default applied.

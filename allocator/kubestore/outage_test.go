@@ -90,7 +90,7 @@ func ownerReservations(t *testing.T, env *envtest.Env, id string) []ipamv1.Overl
 // TestUnknownOutcomes covers Creates whose answer is lost: nothing is leaked and nothing is held
 // twice, whether the attachment comes back, goes away, or the call can read its own claim back.
 func TestUnknownOutcomes(t *testing.T) {
-	env := envtest.Start(t)
+	env := envtest.Shared(t)
 	warmUp(t, env)
 	f := &faults{}
 	bound := time.Second

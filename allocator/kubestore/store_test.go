@@ -22,7 +22,7 @@ import (
 // TestStore runs the store's user stories on one real API server. Each subtest uses its own ranges,
 // so they do not see each other's pools.
 func TestStore(t *testing.T) {
-	env := envtest.Start(t)
+	env := envtest.Shared(t)
 	a := &node{store: MustStart(t, env, "node-a", Options{}, nil)}
 	b := &node{store: MustStart(t, env, "node-b", Options{}, nil)}
 

@@ -19,10 +19,11 @@ import (
 
 	"github.com/netpool/netpool/controller"
 	"github.com/netpool/netpool/internal/kubeclient"
+	"github.com/netpool/netpool/internal/version"
 )
 
 func main() {
-	if err := run(os.Args[1:]); err != nil && !errors.Is(err, flag.ErrHelp) {
+	if err := run(os.Args[1:], os.Stdout); err != nil && !errors.Is(err, flag.ErrHelp) {
 		fmt.Fprintln(os.Stderr, "netpool-controller:", err)
 		os.Exit(1)
 	}
@@ -34,6 +35,8 @@ type config struct {
 	kubeconfig string
 	logFormat  string
 	logLevel   string
+	// version asks for the version only: run prints it and starts nothing.
+	version bool
 }
 
 // parseFlags reads the command line; usage and errors go to out.
@@ -45,6 +48,7 @@ func parseFlags(args []string, out io.Writer) (config, error) {
 	fs.StringVar(&c.kubeconfig, "kubeconfig", "", "kubeconfig file of the controller's identity; empty: the in-cluster config (the Deployment's ServiceAccount)")
 	fs.StringVar(&c.logFormat, "log-format", controller.LogFormatJSON, "log format: json or text")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.BoolVar(&c.version, "version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
 	}
@@ -54,9 +58,14 @@ func parseFlags(args []string, out io.Writer) (config, error) {
 	return c, nil
 }
 
-func run(args []string) error {
+// run runs the controller the command line describes; only --version writes to stdout.
+func run(args []string, stdout io.Writer) error {
 	c, err := parseFlags(args, os.Stderr)
 	if err != nil {
+		return err
+	}
+	if c.version {
+		_, err := fmt.Fprintln(stdout, version.Line("netpool-controller"))
 		return err
 	}
 	log, err := controller.NewLogger(os.Stderr, c.logFormat, c.logLevel)

@@ -10,6 +10,8 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/netpool/netpool/internal/version"
 )
 
 func TestParseFlagsDefaults(t *testing.T) {
@@ -50,10 +52,24 @@ func TestRunRejectsBadLoggingAndOptions(t *testing.T) {
 		"renew window": {"--kubeconfig=" + writeKubeconfig(t), "--leader-election-renew-deadline=20s"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			if err := run(args); err == nil {
+			if err := run(args, &bytes.Buffer{}); err == nil {
 				t.Fatalf("run(%q) succeeded", args)
 			}
 		})
+	}
+}
+
+// TestVersion: --version prints the stamped version and starts nothing (no kubeconfig is read).
+func TestVersion(t *testing.T) {
+	old := version.Version
+	t.Cleanup(func() { version.Version = old })
+	version.Version = "v0.9.0-3-gabcdef0"
+	var out bytes.Buffer
+	if err := run([]string{"--version", "--kubeconfig=" + filepath.Join(t.TempDir(), "missing")}, &out); err != nil {
+		t.Fatalf("run(--version) = %v", err)
+	}
+	if out.String() != "netpool-controller v0.9.0-3-gabcdef0\n" {
+		t.Errorf("--version printed %q", out.String())
 	}
 }
 

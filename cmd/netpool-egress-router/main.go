@@ -3,11 +3,21 @@
 package main
 
 import (
+	"fmt"
+	"os"
+
 	"github.com/containernetworking/cni/pkg/skel"
 
 	"github.com/netpool/netpool/cni-plugin/egressrouter"
+	"github.com/netpool/netpool/internal/version"
 )
 
 func main() {
-	skel.PluginMainFuncs(egressrouter.Funcs(), egressrouter.SupportedVersions, "netpool egress-router plugin")
+	// Runtimes pass no arguments (the CNI protocol is environment and stdin), so a lone --version
+	// can only come from a person.
+	if len(os.Args) == 2 && (os.Args[1] == "--version" || os.Args[1] == "-version") {
+		fmt.Println(version.Line("netpool-egress-router"))
+		return
+	}
+	skel.PluginMainFuncs(egressrouter.Funcs(), egressrouter.SupportedVersions, "netpool egress-router plugin "+version.String())
 }

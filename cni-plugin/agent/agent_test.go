@@ -28,7 +28,7 @@ import (
 // TestAgent drives two agents (two simulated nodes) through the plugin's forwarding path, as the
 // netpool binary does, and checks results and CNI error codes.
 func TestAgent(t *testing.T) {
-	env := envtest.Start(t)
+	env := envtest.Shared(t)
 	dir := socketDir(t)
 	metricsAddr := freePort(t)
 	na := MustRun(t, env, "node-a", filepath.Join(dir, "a.sock"), Options{MetricsBindAddress: metricsAddr})

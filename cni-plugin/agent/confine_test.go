@@ -1,10 +1,10 @@
 package agent
 
 import (
-	"log/slog"
 	"context"
 	"errors"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"

@@ -99,7 +99,7 @@ current-context: c
 // TestMainLifecycle runs the agent as its main does: NODENAME overrides the flag, a stale socket
 // is replaced, a second agent on the same socket is refused, and shutdown removes the socket.
 func TestMainLifecycle(t *testing.T) {
-	env := envtest.Start(t)
+	env := envtest.Shared(t)
 	socket := filepath.Join(socketDir(t), "agent.sock")
 	stale, err := net.Listen("unix", socket)
 	if err != nil {

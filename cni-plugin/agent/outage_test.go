@@ -16,9 +16,11 @@ import (
 )
 
 // TestAPIServerRestartDuringARun keeps ADDs running on two nodes while the API server is killed and
-// etcd stopped, and both are started again. During the outage every ADD fails with CNI error 11 within the bound;
-// afterwards the runtime's retries succeed, no address is held twice, nothing is left half-made,
-// and DEL reclaims everything.
+// etcd stopped, and both are started again. During the outage every ADD fails with CNI error 11
+// within the bound; afterwards the runtime's retries succeed, no address is held twice, nothing is
+// left half-made, and DEL reclaims everything. The phases follow the workers, not sleeps: the
+// crash comes once every worker has had an ADD succeed, the restart once every worker has had one
+// fail with 11, and the run ends once every worker has had one succeed again.
 func TestAPIServerRestartDuringARun(t *testing.T) {
 	env := envtest.Start(t)
 	warmUp(t, env)
@@ -34,17 +36,49 @@ func TestAPIServerRestartDuringARun(t *testing.T) {
 		newShim().addIP(t, "warm-"+n.agent.opts.NodeName, conf(n)) // pool created, a block claimed
 	}
 
+	const workers = 6
 	type result struct {
 		node    *running
+		worker  int
 		id      string
 		err     error
+		start   time.Time
 		elapsed time.Duration
 	}
 	var mu sync.Mutex
 	var results []result
+	recorded := make(chan struct{}, 1) // a worker recorded a result
+	// waitFor waits until every worker has recorded a result that started after since and whose
+	// error matches want: the run's phases follow what the workers saw, not the clock.
+	waitFor := func(what string, since time.Time, want func(error) bool) {
+		t.Helper()
+		deadline := time.After(time.Minute)
+		for {
+			seen := map[int]bool{}
+			mu.Lock()
+			for _, r := range results {
+				if r.start.After(since) && want(r.err) {
+					seen[r.worker] = true
+				}
+			}
+			mu.Unlock()
+			if len(seen) == workers {
+				return
+			}
+			select {
+			case <-recorded:
+			case <-deadline:
+				t.Fatalf("after a minute only %d of %d workers %s", len(seen), workers, what)
+			}
+		}
+	}
+	isSuccess := func(err error) bool { return err == nil }
+	isTryAgain := func(err error) bool { return codeOf(err) == types.ErrTryAgainLater }
+
+	began := time.Now()
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	for w := range 6 {
+	for w := range workers {
 		n := nodes[w%2]
 		wg.Go(func() {
 			s := newShim()
@@ -58,30 +92,39 @@ func TestAPIServerRestartDuringARun(t *testing.T) {
 				start := time.Now()
 				_, err := s.call("ADD", id, "", conf(n))
 				mu.Lock()
-				results = append(results, result{n, id, err, time.Since(start)})
+				results = append(results, result{n, w, id, err, start, time.Since(start)})
 				mu.Unlock()
+				select {
+				case recorded <- struct{}{}:
+				default:
+				}
 				if err != nil {
 					time.Sleep(50 * time.Millisecond) // as a runtime backs off
 				}
 			}
 		})
 	}
-	time.Sleep(500 * time.Millisecond)
+	// A failed wait ends the test; the workers stop with it.
+	stopWorkers := sync.OnceFunc(func() { close(stop); wg.Wait() })
+	defer stopWorkers()
+	waitFor("had an ADD succeed before the outage", began, isSuccess)
+	crashed := time.Now()
 	if err := env.CrashAPIServer(); err != nil {
 		t.Fatal(err)
 	}
 	if err := env.StopControlPlane(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(3 * time.Second)
+	// The outage lasts until every worker has had an ADD, started after the crash, fail with 11.
+	waitFor("had an ADD fail with code 11 during the outage", crashed, isTryAgain)
 	// DEL during the outage fails with 11 too, rather than pretending to have released.
 	_, delErr := newShim().call("DEL", "warm-node-a", "", conf(nodes[0]))
+	restarted := time.Now()
 	if err := env.StartControlPlane(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(time.Second)
-	close(stop)
-	wg.Wait()
+	waitFor("had an ADD succeed after the restart", restarted, isSuccess)
+	stopWorkers()
 	if codeOf(delErr) != types.ErrTryAgainLater {
 		t.Errorf("DEL during the outage = %v, want code 11", delErr)
 	}

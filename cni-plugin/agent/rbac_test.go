@@ -49,7 +49,7 @@ var agentManifests = []string{"namespace.yaml", "agent-rbac.yaml", "agent-daemon
 // requests outside the role are Forbidden, and a SubjectAccessReview grid over the kinds and verbs
 // an agent could plausibly touch allows exactly the role's rules.
 func TestAgentRBAC(t *testing.T) {
-	env := envtest.Start(t)
+	env := envtest.Shared(t)
 	ctx := context.Background()
 	applyManifests(t, env)
 

@@ -209,9 +209,9 @@ func TestServerErrorsAreCNIErrors(t *testing.T) {
 
 func TestServerLogsWriteFailure(t *testing.T) {
 	var logBuf syncBuffer
-	handled := make(chan struct{})
+	handled, clientGone := make(chan struct{}), make(chan struct{})
 	path := serve(t, func(context.Context, *Request) *Response {
-		time.Sleep(100 * time.Millisecond) // the client is gone by now
+		<-clientGone // answer only once the client has closed its end
 		defer close(handled)
 		return &Response{Stdout: bytes.Repeat([]byte("x"), 1<<20)}
 	}, slog.New(slog.NewTextHandler(&logBuf, nil)))
@@ -223,6 +223,7 @@ func TestServerLogsWriteFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = c.Close()
+	close(clientGone)
 	<-handled
 	deadline := time.Now().Add(5 * time.Second)
 	for !strings.Contains(logBuf.String(), "Writing response failed") {
@@ -239,14 +240,14 @@ func TestServeWaitsForCallsInFlight(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	started := make(chan struct{})
+	started, release := make(chan struct{}), make(chan struct{})
 	var finished atomic.Bool
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
 		done <- (&Server{Handler: func(hctx context.Context, _ *Request) *Response {
 			close(started)
-			time.Sleep(200 * time.Millisecond)
+			<-release // in flight until the test has seen the shutdown begin
 			defer finished.Store(true)
 			if hctx.Err() != nil {
 				return &Response{Error: &Error{Code: 999, Msg: "handler context cancelled by shutdown"}}
@@ -265,6 +266,24 @@ func TestServeWaitsForCallsInFlight(t *testing.T) {
 	}()
 	<-started
 	cancel()
+	// The shutdown has begun once the socket refuses new calls; Serve must still wait for the
+	// call in flight.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		c, err := net.Dial("unix", path)
+		if err != nil {
+			break
+		}
+		_ = c.Close()
+		if time.Now().After(deadline) {
+			t.Fatal("the socket still accepts 5s after the shutdown began")
+		}
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("Serve returned (%v) while a call was in flight", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(release)
 	if err := <-done; err != nil {
 		t.Fatalf("Serve() = %v", err)
 	}

@@ -28,7 +28,7 @@ func TestKubernetesPoolExhaustedAtCapacity(t *testing.T) {
 	requireRoot(t)
 	t.Parallel()
 	ctx := testContext(t)
-	env := envtest.Start(t)
+	env := envtest.Shared(t)
 
 	const (
 		network = "e2e-kube-full"
@@ -120,7 +120,7 @@ func TestKubernetesOverlappingPoolsShareNoAddress(t *testing.T) {
 	requireRoot(t)
 	t.Parallel()
 	ctx := testContext(t)
-	env := envtest.Start(t)
+	env := envtest.Shared(t)
 
 	wide, narrow := netip.MustParsePrefix("10.92.0.0/24"), netip.MustParsePrefix("10.92.0.0/25")
 	sockA, sockB := mustAgent(t, env, "node-a"), mustAgent(t, env, "node-b")
@@ -191,7 +191,7 @@ func TestKubernetesOverlappingPoolsShareNoAddress(t *testing.T) {
 func TestKubernetesKilledMidAddInNetns(t *testing.T) {
 	requireRoot(t)
 	ctx := testContext(t)
-	env := envtest.Start(t)
+	env := envtest.Shared(t)
 
 	const (
 		network = "e2e-kube-kill"

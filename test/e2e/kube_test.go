@@ -28,7 +28,7 @@ func TestKubernetesMode(t *testing.T) {
 	requireRoot(t)
 	t.Parallel()
 	ctx := testContext(t)
-	env := envtest.Start(t)
+	env := envtest.Shared(t)
 
 	const (
 		network = "e2e-kube"

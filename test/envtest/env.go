@@ -71,7 +71,7 @@ func Start(t testing.TB) *Env {
 	if err != nil {
 		t.Fatalf("finding the checkout: %v", err)
 	}
-	e, err := start(t.TempDir(), root, filepath.Join(root, "crds", "bases"))
+	e, err := start(t.TempDir(), root, crdDir(root))
 	if err != nil {
 		t.Fatalf("starting envtest: %v", err)
 	}
@@ -83,6 +83,9 @@ func Start(t testing.TB) *Env {
 	t.Logf("envtest: kube-apiserver at %s started in %s", e.Config.Host, e.StartDuration.Round(time.Millisecond))
 	return e
 }
+
+// crdDir is where the checkout at root keeps the CRDs that Start installs.
+func crdDir(root string) string { return filepath.Join(root, "crds", "bases") }
 
 // start is Start without the testing.TB: dir holds etcd's data, the certificates and the admin
 // kubeconfig; crdDir is where the CRDs are read from. On failure nothing is left running.

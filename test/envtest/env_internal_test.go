@@ -219,7 +219,7 @@ func TestStartControlPlaneFailures(t *testing.T) {
 
 func TestUserKubeconfigFailures(t *testing.T) {
 	t.Parallel()
-	e := Start(t)
+	e := Shared(t)
 	_, err := e.userKubeconfig(t.TempDir(), "", nil)
 	wantErr(t, err, "the user name is empty")
 

@@ -3,6 +3,7 @@ package envtest_test
 import (
 	"context"
 	"errors"
+	"os"
 	"slices"
 	"syscall"
 	"testing"
@@ -17,6 +18,8 @@ import (
 	"github.com/netpool/netpool/test/envtest"
 )
 
+func TestMain(m *testing.M) { os.Exit(envtest.RunShared(m.Run)) }
+
 func newPool(name, cidr string) *ipamv1.IPPool {
 	return &ipamv1.IPPool{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
@@ -24,9 +27,9 @@ func newPool(name, cidr string) *ipamv1.IPPool {
 	}
 }
 
-func TestStartServesTheCRDs(t *testing.T) {
+func TestSharedServesTheCRDs(t *testing.T) {
 	t.Parallel()
-	env := envtest.Start(t)
+	env := envtest.Shared(t)
 	ctx := t.Context()
 
 	var names []string
@@ -51,6 +54,9 @@ func TestStartServesTheCRDs(t *testing.T) {
 	}
 	if got.Spec.Range != "10.0.0.0/24" {
 		t.Fatalf("read range %q, want 10.0.0.0/24", got.Spec.Range)
+	}
+	if again := envtest.Shared(t); again != env {
+		t.Fatal("a second Shared started another Env")
 	}
 	t.Logf("Start took %s", env.StartDuration)
 }
@@ -145,7 +151,7 @@ func TestStopEndsTheControlPlane(t *testing.T) {
 
 func TestUserKubeconfigIsSubjectToRBAC(t *testing.T) {
 	t.Parallel()
-	env := envtest.Start(t)
+	env := envtest.Shared(t)
 	ctx := t.Context()
 
 	alice, err := env.NewClient(env.UserKubeconfig(t, "alice", []string{"netpool-readers"}))
@@ -164,7 +170,7 @@ func TestUserKubeconfigIsSubjectToRBAC(t *testing.T) {
 
 func TestServiceAccountKubeconfigMatchesServiceAccountSubjects(t *testing.T) {
 	t.Parallel()
-	env := envtest.Start(t)
+	env := envtest.Shared(t)
 	ctx := t.Context()
 
 	user, groups := envtest.ServiceAccountUser("kube-system", "netpool")

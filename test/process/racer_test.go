@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"os/exec"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -36,6 +37,8 @@ type racer struct {
 	// addr and exited are set by runRacer when the process exited with status 0 and a result.
 	addr   netip.Addr
 	exited bool
+	// signalled is set by runRacer when the process died of SIGKILL: the kill came while it ran.
+	signalled bool
 }
 
 // newRacers returns killRacers racers: a random quarter killed at a random moment within window
@@ -107,6 +110,8 @@ func runRacer(ctx context.Context, f *fixture, r *racer, targets *running) error
 	}
 	if err := cmd.Wait(); err != nil {
 		if r.mode != spared {
+			ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus)
+			r.signalled = ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL
 			return nil // killed, or exited on its own before the kill: both are cases under test
 		}
 		return err
