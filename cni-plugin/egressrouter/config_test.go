@@ -100,12 +100,12 @@ func TestParseOpenShift(t *testing.T) {
 }
 
 func TestParseOpenShiftFallbackField(t *testing.T) {
-	r, err := Parse([]byte(`{"cniVersion":"0.4.0","name":"n","type":"egress-router",
+	_, err := Parse([]byte(`{"cniVersion":"0.4.0","name":"n","type":"egress-router",
 		"ip":{"addresses":["192.0.2.5/24","fd00::5/64"],"gateway":"192.0.2.1","destinations":[],"fallbackIP":"192.0.2.77"}}`))
 	if err == nil || !strings.Contains(err.Error(), "address fd00::5/64 has no gateway") {
 		t.Fatalf("one gateway for two families: %v, want the IPv6 address reported without a gateway", err)
 	}
-	r, err = Parse([]byte(`{"cniVersion":"0.4.0","name":"n","type":"egress-router",
+	r, err := Parse([]byte(`{"cniVersion":"0.4.0","name":"n","type":"egress-router",
 		"interfaceArgs":{"mtu":1500},
 		"ip":{"addresses":["192.0.2.5/24"],"gateway":"192.0.2.1","fallbackIP":"192.0.2.77"}}`))
 	if err != nil {
