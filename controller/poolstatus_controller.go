@@ -51,6 +51,8 @@ type poolStatusReconciler struct {
 	mu sync.Mutex
 	// lastWrite is when each pool's status was last written.
 	lastWrite map[string]time.Time
+	// announced are the transitions already reported as Events.
+	announced transitionMemo
 }
 
 // SetupWithManager registers the reconciler: pools (a spec change also re-judges the other pools
@@ -130,7 +132,7 @@ func (r *poolStatusReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		return ctrl.Result{}, fmt.Errorf("failed to update the status of IPPool %s: %w", pool.Name, err)
 	}
 	r.wrote(pool.Name)
-	recordTransitions(r.Recorder, pool, updated)
+	recordTransitions(r.Recorder, &r.announced, pool, updated)
 	return res, nil
 }
 

@@ -116,7 +116,7 @@ func TestRecordTransitions(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			rec := &fakeRecorder{}
-			recordTransitions(rec, tt.before, tt.after)
+			recordTransitions(rec, nil, tt.before, tt.after)
 			var got []string
 			for _, e := range rec.all() {
 				if e.eventType != corev1.EventTypeWarning {
@@ -129,7 +129,22 @@ func TestRecordTransitions(t *testing.T) {
 			}
 		})
 	}
-	recordTransitions(nil, withConditions(), withConditions(exhausted)) // no recorder: nothing, no panic
+	recordTransitions(nil, nil, withConditions(), withConditions(exhausted)) // no recorder: nothing, no panic
+
+	// A stale cache shows the reconciler its old status twice: the memo reports the turn once,
+	// and again only after the condition was seen False.
+	rec, memo := &fakeRecorder{}, &transitionMemo{}
+	for range 2 {
+		recordTransitions(rec, memo, withConditions(available), withConditions(exhausted))
+	}
+	if n := len(rec.all()); n != 1 {
+		t.Fatalf("a stale before twice: %d Events, want 1", n)
+	}
+	recordTransitions(rec, memo, withConditions(exhausted), withConditions(available))
+	recordTransitions(rec, memo, withConditions(available), withConditions(exhausted))
+	if n := len(rec.all()); n != 2 {
+		t.Fatalf("after recovering and filling again: %d Events, want 2", n)
+	}
 }
 
 func TestDeletionOrFinalizersChanged(t *testing.T) {
