@@ -52,6 +52,10 @@ type Env struct {
 
 	env *crenvtest.Environment
 
+	// usersMu serialises AddUser: controller-runtime's certificate authority is not safe for
+	// concurrent use, and tests sharing one Env ask for users in parallel.
+	usersMu sync.Mutex
+
 	mu sync.Mutex
 	// down is set by StopControlPlane and cleared by StartControlPlane.
 	down bool
@@ -294,7 +298,9 @@ func (e *Env) userKubeconfig(dir, user string, groups []string) (string, error) 
 	if user == "" {
 		return "", errors.New("the user name is empty")
 	}
+	e.usersMu.Lock()
 	u, err := e.env.AddUser(crenvtest.User{Name: user, Groups: groups}, &rest.Config{QPS: 1000, Burst: 2000})
+	e.usersMu.Unlock()
 	if err != nil {
 		return "", fmt.Errorf("failed to add user %q: %w", user, err)
 	}

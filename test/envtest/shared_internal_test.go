@@ -47,8 +47,8 @@ func TestRunSharedStartsOnceAndStops(t *testing.T) {
 	if first == nil || first != second {
 		t.Fatalf("Shared returned %p and %p, want one Env", first, second)
 	}
-	if len(first.CRDs) != 3 {
-		t.Errorf("the shared Env installed %d CRDs, want 3", len(first.CRDs))
+	if len(first.CRDs) != 4 {
+		t.Errorf("the shared Env installed %d CRDs, want 4 (netpool's three kinds and EgressRouter)", len(first.CRDs))
 	}
 	if !first.stopped {
 		t.Error("RunShared left the shared Env running")
