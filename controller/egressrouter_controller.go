@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
@@ -85,6 +86,12 @@ type egressRouterReconciler struct {
 	Image string
 	// Workers is how many routers are reconciled at once.
 	Workers int
+
+	// failedPods are the routers (by UID) whose pod failed and whose replacement is not Available
+	// yet. Degraded PodFailed is kept from here, not from the router's status as the cache shows
+	// it: a reconcile that read its router before the cache saw the PodFailed status would
+	// otherwise write Degraded False over it, and nothing would ever set it again.
+	failedPods sync.Map
 }
 
 // SetupWithManager registers the reconciler: routers, their three children (by name, so that a
@@ -193,7 +200,18 @@ func (e *egressRouterReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	if obs.podFailed {
+		e.failedPods.Store(r.UID, struct{}{})
+	} else if _, failed := e.failedPods.Load(r.UID); failed {
+		obs.podFailed = true
+	}
 	setEgressConditions(r, obs)
+	if obs.podFailed && meta.IsStatusConditionTrue(r.Status.Conditions, networkv1.EgressRouterAvailable) {
+		// The replacement works: the failure is over.
+		e.failedPods.Delete(r.UID)
+		obs.podFailed = false
+		setEgressConditions(r, obs)
+	}
 	e.recordTransitions(before, r)
 	if !equality.Semantic.DeepEqual(before.Status, r.Status) {
 		if err := e.Client.Status().Patch(ctx, r, client.MergeFrom(before)); err != nil {
@@ -352,6 +370,7 @@ func (e *egressRouterReconciler) currentPod(ctx context.Context, r *networkv1.Eg
 // go back to the pool, and only then is the finalizer removed. The NAD and the Service are left to
 // the garbage collector, which their owner references point at the router.
 func (e *egressRouterReconciler) finalize(ctx context.Context, r *networkv1.EgressRouter) (ctrl.Result, error) {
+	e.failedPods.Delete(r.UID)
 	if !controllerutil.ContainsFinalizer(r, networkv1.ReleaseAddressFinalizer) {
 		return ctrl.Result{}, nil
 	}
