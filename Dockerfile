@@ -6,7 +6,7 @@ FROM --platform=$BUILDPLATFORM golang:1.26 AS build
 ARG TARGETOS TARGETARCH
 WORKDIR /src
 COPY . .
-RUN for b in netpool netpool-agent netpool-controller netpoolctl; do \
+RUN for b in netpool netpool-agent netpool-controller netpool-egress-router netpoolctl; do \
       CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH go build -trimpath -buildvcs=false -ldflags "-s -w" -o /out/$b ./cmd/$b || exit 1; \
     done
 
@@ -14,6 +14,7 @@ FROM scratch
 COPY --from=build /out/netpool /netpool
 COPY --from=build /out/netpool-agent /netpool-agent
 COPY --from=build /out/netpool-controller /netpool-controller
+COPY --from=build /out/netpool-egress-router /netpool-egress-router
 COPY --from=build /out/netpoolctl /netpoolctl
 USER 65532:65532
 ENTRYPOINT ["/netpoolctl"]

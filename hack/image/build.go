@@ -29,7 +29,7 @@ var DefaultPlatforms = []string{"linux/amd64", "linux/arm64"}
 
 // Binaries are the commands in the image, each at /<name>. The Dockerfile copies the same list
 // (a test compares them).
-var Binaries = []string{"netpool", "netpool-agent", "netpool-controller", "netpoolctl"}
+var Binaries = []string{"netpool", "netpool-agent", "netpool-controller", "netpool-egress-router", "netpoolctl"}
 
 // User is the image's default user: the controller and netpoolctl need no privilege. The agent
 // and its installer write root-owned host directories, and their DaemonSet says runAsUser: 0.

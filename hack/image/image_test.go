@@ -164,15 +164,17 @@ func runBinaries(t *testing.T, files map[string][]byte) {
 			t.Fatal(err)
 		}
 	}
-	cmd := exec.Command(filepath.Join(dir, "netpool"))
-	cmd.Env = []string{"CNI_COMMAND=VERSION"}
-	cmd.Stdin = strings.NewReader(`{"cniVersion":"1.1.0"}`)
-	out, err := cmd.Output()
-	var v struct {
-		Supported []string `json:"supportedVersions"`
-	}
-	if err != nil || json.Unmarshal(out, &v) != nil || !slices.Contains(v.Supported, "1.1.0") {
-		t.Errorf("/netpool VERSION: %q, %v", out, err)
+	for _, plugin := range []string{"netpool", "netpool-egress-router"} {
+		cmd := exec.Command(filepath.Join(dir, plugin))
+		cmd.Env = []string{"CNI_COMMAND=VERSION"}
+		cmd.Stdin = strings.NewReader(`{"cniVersion":"1.1.0"}`)
+		out, err := cmd.Output()
+		var v struct {
+			Supported []string `json:"supportedVersions"`
+		}
+		if err != nil || json.Unmarshal(out, &v) != nil || !slices.Contains(v.Supported, "1.1.0") {
+			t.Errorf("/%s VERSION: %q, %v", plugin, out, err)
+		}
 	}
 	for _, c := range [][]string{{"netpoolctl", "--help"}, {"netpool-agent", "--help"}, {"netpool-controller", "--help"}} {
 		out, err := exec.Command(filepath.Join(dir, c[0]), c[1:]...).CombinedOutput()
