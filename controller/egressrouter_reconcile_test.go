@@ -3,6 +3,8 @@ package controller
 import (
 	"fmt"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -23,28 +25,11 @@ import (
 
 // The EgressRouter reconciler against a real kube-apiserver, with the tests playing the kubelet.
 
-// openShiftExample is OpenShift's documented EgressRouter with only its apiVersion changed.
-const openShiftExample = `
-apiVersion: network.netpool.io/v1
-kind: EgressRouter
-metadata:
-  name: egress-router-redirect
-spec:
-  networkInterface: {macvlan: {mode: "Bridge"}}
-  addresses: [{ip: "192.168.12.99/24", gateway: "192.168.12.1"}]
-  mode: Redirect
-  redirect:
-    redirectRules:
-    - {destinationIP: "10.0.0.99", port: 80, protocol: UDP}
-    - {destinationIP: "203.0.113.26", port: 8080, targetPort: 80, protocol: TCP}
-    - {destinationIP: "203.0.113.27", port: 8443, targetPort: 443, protocol: TCP}
-`
-
 func TestEgressRouterOpenShiftExampleBecomesAvailable(t *testing.T) {
 	f := newFixture(t, nil)
 	startEgressManager(t, f)
 	u := &unstructured.Unstructured{}
-	if err := yaml.Unmarshal([]byte(openShiftExample), &u.Object); err != nil {
+	if err := yaml.Unmarshal(readOpenShiftExample(t), &u.Object); err != nil {
 		t.Fatal(err)
 	}
 	u.SetNamespace(f.ns)
@@ -700,3 +685,13 @@ func TestEgressRouterPool(t *testing.T) {
 }
 
 func netipAddr(s string) netip.Addr { return netip.MustParseAddr(s) }
+
+// readOpenShiftExample reads OpenShift's documented EgressRouter with only its apiVersion changed.
+func readOpenShiftExample(t *testing.T) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "crds", "network", "v1", "testdata", "openshift-example.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

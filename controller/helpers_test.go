@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/netpool/netpool/test/harness"
 	"github.com/prometheus/client_golang/prometheus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/rest"
@@ -33,7 +33,7 @@ func testOptions() Options {
 type runningManager struct {
 	mgr    manager.Manager
 	reg    *prometheus.Registry
-	logs   *syncBuffer
+	logs   *harness.SyncBuffer
 	cancel context.CancelFunc
 	done   chan error
 	once   sync.Once
@@ -47,7 +47,7 @@ func mustStartManager(t *testing.T, cfg *rest.Config, opts Options) *runningMana
 	if cfg == nil {
 		cfg = env.Config
 	}
-	m := &runningManager{reg: prometheus.NewRegistry(), logs: &syncBuffer{}, done: make(chan error, 1)}
+	m := &runningManager{reg: prometheus.NewRegistry(), logs: &harness.SyncBuffer{}, done: make(chan error, 1)}
 	log, err := NewLogger(m.logs, LogFormatText, "info")
 	if err != nil {
 		t.Fatal(err)
@@ -124,24 +124,6 @@ func (m *runningManager) metric(t *testing.T, name string, labels map[string]str
 func (m *runningManager) releases(t *testing.T, reason string, dryRun bool) float64 {
 	t.Helper()
 	return m.metric(t, "netpool_gc_releases_total", map[string]string{"reason": reason, "dry_run": fmt.Sprint(dryRun)})
-}
-
-// syncBuffer is a bytes.Buffer safe for the manager's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // eventually polls check every 50ms until it returns nil, and fails the test with its last error

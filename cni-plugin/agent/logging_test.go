@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/netpool/netpool/cni-plugin/agentproto"
 	"github.com/netpool/netpool/test/envtest"
+	"github.com/netpool/netpool/test/harness"
 )
 
 func TestNewLogger(t *testing.T) {
@@ -48,7 +48,7 @@ func TestNewLogger(t *testing.T) {
 }
 
 // logLines parses the JSON lines in b.
-func logLines(t *testing.T, b *syncBuffer) []map[string]any {
+func logLines(t *testing.T, b *harness.SyncBuffer) []map[string]any {
 	t.Helper()
 	var out []map[string]any
 	for _, l := range strings.Split(strings.TrimSpace(b.String()), "\n") {
@@ -84,7 +84,7 @@ func callLine(t *testing.T, lines []map[string]any, verb, containerID string) ma
 // interface, the address (ADD) and the latency.
 func TestAgentLogsEveryCall(t *testing.T) {
 	env := envtest.Start(t)
-	var logs syncBuffer
+	var logs harness.SyncBuffer
 	log, err := NewLogger(&logs, LogFormatJSON, "info")
 	if err != nil {
 		t.Fatal(err)
@@ -124,22 +124,4 @@ func TestAgentLogsEveryCall(t *testing.T) {
 	if bad["level"] != "ERROR" || bad["msg"] != "CNI call failed" || bad["code"] != float64(7) || !strings.Contains(fmt.Sprint(bad["err"]), "no-such-pool") {
 		t.Errorf("failed ADD line %v", bad)
 	}
-}
-
-// syncBuffer is a bytes.Buffer that the agent's goroutines and the test can share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

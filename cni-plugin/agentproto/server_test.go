@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/netpool/netpool/test/harness"
 	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -163,7 +163,7 @@ func TestCallGarbageAnswer(t *testing.T) {
 }
 
 func TestServerErrorsAreCNIErrors(t *testing.T) {
-	var logBuf syncBuffer
+	var logBuf harness.SyncBuffer
 	log := slog.New(slog.NewTextHandler(&logBuf, nil))
 	path := serve(t, func(_ context.Context, r *Request) *Response {
 		switch r.ContainerID {
@@ -208,7 +208,7 @@ func TestServerErrorsAreCNIErrors(t *testing.T) {
 }
 
 func TestServerLogsWriteFailure(t *testing.T) {
-	var logBuf syncBuffer
+	var logBuf harness.SyncBuffer
 	handled, clientGone := make(chan struct{}), make(chan struct{})
 	path := serve(t, func(context.Context, *Request) *Response {
 		<-clientGone // answer only once the client has closed its end
@@ -318,7 +318,7 @@ func (deadlineFailConn) SetReadDeadline(time.Time) error { return errors.New("no
 func (deadlineFailConn) Close() error                    { return nil }
 
 func TestServeAcceptAndDeadlineErrors(t *testing.T) {
-	var logBuf syncBuffer
+	var logBuf harness.SyncBuffer
 	ln := &fakeListener{conns: make(chan net.Conn, 1), err: errors.New("too many open files")}
 	ln.conns <- deadlineFailConn{}
 	close(ln.conns)
@@ -408,22 +408,4 @@ func TestListen(t *testing.T) {
 			t.Fatalf("Listen() = %v", err)
 		}
 	})
-}
-
-// syncBuffer is a bytes.Buffer safe for the server's goroutines and the test to share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

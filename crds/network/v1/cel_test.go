@@ -3,6 +3,8 @@ package v1_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -29,23 +31,6 @@ var seq atomic.Int64
 func uniqueName(prefix string) string {
 	return fmt.Sprintf("%s-%d", prefix, seq.Add(1))
 }
-
-// openShiftExample is OpenShift's documented EgressRouter, with only its apiVersion changed.
-const openShiftExample = `
-apiVersion: network.netpool.io/v1
-kind: EgressRouter
-metadata:
-  name: egress-router-redirect
-spec:
-  networkInterface: {macvlan: {mode: "Bridge"}}
-  addresses: [{ip: "192.168.12.99/24", gateway: "192.168.12.1"}]
-  mode: Redirect
-  redirect:
-    redirectRules:
-    - {destinationIP: "10.0.0.99", port: 80, protocol: UDP}
-    - {destinationIP: "203.0.113.26", port: 8080, targetPort: 80, protocol: TCP}
-    - {destinationIP: "203.0.113.27", port: 8443, targetPort: 443, protocol: TCP}
-`
 
 func validRouter() *networkv1.EgressRouter {
 	return &networkv1.EgressRouter{
@@ -229,7 +214,7 @@ func TestCEL(t *testing.T) {
 
 	t.Run("OpenShift's example", func(t *testing.T) {
 		u := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal([]byte(openShiftExample), &u.Object); err != nil {
+		if err := yaml.Unmarshal(readOpenShiftExample(t), &u.Object); err != nil {
 			t.Fatal(err)
 		}
 		u.SetNamespace(corev1.NamespaceDefault)
@@ -245,4 +230,14 @@ func TestCEL(t *testing.T) {
 			t.Fatalf("rules %+v, want the example's three", r.Spec.Redirect.RedirectRules)
 		}
 	})
+}
+
+// readOpenShiftExample reads OpenShift's documented EgressRouter with only its apiVersion changed.
+func readOpenShiftExample(t *testing.T) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", "openshift-example.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
