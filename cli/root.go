@@ -19,10 +19,21 @@ func NewRoot(out, errOut io.Writer) *cobra.Command {
 		// --version, and the version command below, print what make build stamped.
 		Version: version.String(),
 	}
+	opts := &options{}
+	opts.addFlags(root.PersistentFlags())
 	root.SetVersionTemplate("netpoolctl {{.Version}}\n")
 	root.SetOut(out)
 	root.SetErr(errOut)
-	root.AddCommand(newInstallCNI(), &cobra.Command{
+	root.AddCommand(
+		newInstallCNI(),
+		newVersion(),
+	)
+	_ = opts // the inspecting commands (pools, show, whois, leaks, release, check, migrate) take it
+	return root
+}
+
+func newVersion() *cobra.Command {
+	return &cobra.Command{
 		Use:   "version",
 		Short: "Print netpoolctl's version",
 		Args:  cobra.NoArgs,
@@ -30,6 +41,5 @@ func NewRoot(out, errOut io.Writer) *cobra.Command {
 			_, err := fmt.Fprintln(cmd.OutOrStdout(), version.Line("netpoolctl"))
 			return err
 		},
-	})
-	return root
+	}
 }

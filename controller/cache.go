@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/netpool/netpool/controller/gcpolicy"
 	networkv1 "github.com/netpool/netpool/crds/network/v1"
 )
 
@@ -49,7 +50,7 @@ func slimPod(obj any) (any, error) {
 			slim.Status.Conditions = []corev1.PodCondition{{Type: c.Type, Status: c.Status}}
 		}
 	}
-	kept := []string{nadv1.NetworkStatusAnnot, mirrorAnnotation, configHashAnnotation, networkv1.ConfigHashAnnotation}
+	kept := []string{nadv1.NetworkStatusAnnot, gcpolicy.MirrorAnnotation, gcpolicy.ConfigHashAnnotation, networkv1.ConfigHashAnnotation}
 	if _, router := pod.Annotations[networkv1.ConfigHashAnnotation]; router {
 		// An EgressRouter pod: what the reconciler sets on it, so that it can see drift.
 		kept = append(kept, nadv1.NetworkAttachmentAnnot)

@@ -10,6 +10,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
+	"github.com/netpool/netpool/controller/gcpolicy"
 	networkv1 "github.com/netpool/netpool/crds/network/v1"
 )
 
@@ -18,7 +19,7 @@ func TestSlimTransformsKeepWhatTheReconcilersRead(t *testing.T) {
 	meta := metav1.ObjectMeta{
 		Name: "x", Namespace: "ns", UID: "u", ResourceVersion: "7", Generation: 2, CreationTimestamp: now, DeletionTimestamp: &now,
 		Labels:          map[string]string{"team": "red"},
-		Annotations:     map[string]string{nadv1.NetworkStatusAnnot: "[]", mirrorAnnotation: "h", configHashAnnotation: "h", "big": "drop me"},
+		Annotations:     map[string]string{nadv1.NetworkStatusAnnot: "[]", gcpolicy.MirrorAnnotation: "h", gcpolicy.ConfigHashAnnotation: "h", "big": "drop me"},
 		ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "kubelet"}},
 		OwnerReferences: []metav1.OwnerReference{{Name: "rs"}, {Name: "router", Controller: ptr.To(true)}},
 	}
@@ -34,7 +35,7 @@ func TestSlimTransformsKeepWhatTheReconcilersRead(t *testing.T) {
 	wantPod := &corev1.Pod{ObjectMeta: *kept.DeepCopy(), Spec: corev1.PodSpec{NodeName: "n"}, Status: corev1.PodStatus{Phase: corev1.PodRunning,
 		Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}}
 	wantPod.OwnerReferences = []metav1.OwnerReference{{Name: "router", Controller: ptr.To(true)}}
-	wantPod.Annotations = map[string]string{nadv1.NetworkStatusAnnot: "[]", mirrorAnnotation: "h", configHashAnnotation: "h"}
+	wantPod.Annotations = map[string]string{nadv1.NetworkStatusAnnot: "[]", gcpolicy.MirrorAnnotation: "h", gcpolicy.ConfigHashAnnotation: "h"}
 	if !equality.Semantic.DeepEqual(got, wantPod) {
 		t.Errorf("slim pod %+v, want %+v", got, wantPod)
 	}

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/netpool/netpool/controller/gcpolicy"
 )
 
 // dashboardPanel is the part of a Grafana panel the test reads.
@@ -49,7 +51,7 @@ func TestGrafanaDashboardReadsOnlyMetricsThatExist(t *testing.T) {
 		t.Fatal(err)
 	}
 	m.setPool("p", big.NewInt(1), 0, big.NewInt(1))
-	m.released(ReasonPodDeleted, false)
+	m.released(gcpolicy.ReasonPodDeleted, false)
 	m.SlicesReturned.WithLabelValues(ReasonSliceEmpty).Inc()
 	families, err := reg.Gather()
 	if err != nil {

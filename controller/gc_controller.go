@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -17,10 +16,11 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/netpool/netpool/controller/gcpolicy"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
 )
 
-// gcReconciler releases leaked reservations (judgeReservation is the policy). It judges a
+// gcReconciler releases leaked reservations (package gcpolicy is the policy). It judges a
 // reservation when it appears (at start, every existing one: the sweep after a downtime), when
 // its pod changes in a way that matters (deleted, recreated, finished, network-status written),
 // when it becomes old enough to judge, and on every periodic sweep.
@@ -78,35 +78,33 @@ func (r *gcReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 		}
 		return ctrl.Result{}, fmt.Errorf("failed to get reservation %s: %w", req.Name, err)
 	}
-	ns, name, ok := splitPodRef(res.Spec.PodRef)
-	if res.DeletionTimestamp != nil || !ok {
+	if !gcpolicy.Judgeable(res) {
 		return ctrl.Result{}, nil // being deleted, or no pod identity to judge by
 	}
-	key := types.NamespacedName{Namespace: ns, Name: name}
-	pod, err := getPod(ctx, r.Client, key)
+	facts, err := gcpolicy.Read(ctx, r.Client, res)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	v := judgeReservation(res, pod, r.Now.now(), r.Grace)
-	if v.reason == "" {
+	v := gcpolicy.Judge(res, facts, r.Now.now(), r.Grace)
+	if v.Reason == "" {
 		return r.keep(ctx, res, v), nil
 	}
-	if pod, err = getPod(ctx, r.Live, key); err != nil {
+	if facts, err = gcpolicy.Read(ctx, r.Live, res); err != nil {
 		return ctrl.Result{}, err
 	}
-	if v = judgeReservation(res, pod, r.Now.now(), r.Grace); v.reason == "" {
+	if v = gcpolicy.Judge(res, facts, r.Now.now(), r.Grace); v.Reason == "" {
 		return r.keep(ctx, res, v), nil
 	}
-	return ctrl.Result{}, r.Release.release(ctx, res, v.reason, v.detail, pod)
+	return ctrl.Result{}, r.Release.release(ctx, res, v.Reason, v.Detail, facts.Pod)
 }
 
 // keep ends the reconcile of a reservation that stays.
-func (r *gcReconciler) keep(ctx context.Context, res *ipamv1.OverlappingRangeIPReservation, v leakVerdict) ctrl.Result {
-	if v.detail != "" {
+func (r *gcReconciler) keep(ctx context.Context, res *ipamv1.OverlappingRangeIPReservation, v gcpolicy.Verdict) ctrl.Result {
+	if v.Detail != "" {
 		logf.FromContext(ctx).Info("Keeping a reservation whose pod cannot be judged", "reservation", res.Name,
-			"podRef", res.Spec.PodRef, "detail", v.detail)
+			"podRef", res.Spec.PodRef, "detail", v.Detail)
 	}
-	return ctrl.Result{RequeueAfter: v.recheck}
+	return ctrl.Result{RequeueAfter: v.Recheck}
 }
 
 // reservationsOfPod maps a pod event to the reservations made for a pod of that name.
@@ -123,23 +121,4 @@ func (r *gcReconciler) reservationsOfPod(ctx context.Context, obj client.Object)
 		reqs[i] = reconcile.Request{NamespacedName: types.NamespacedName{Name: list.Items[i].Name}}
 	}
 	return reqs
-}
-
-// splitPodRef splits a reservation's podRef, "namespace/name"; ok is false when it has no pod.
-func splitPodRef(ref string) (string, string, bool) {
-	ns, name, ok := strings.Cut(ref, "/")
-	return ns, name, ok && ns != "" && name != ""
-}
-
-// getPod reads a pod; nil when it does not exist.
-func getPod(ctx context.Context, c client.Reader, key types.NamespacedName) (*corev1.Pod, error) {
-	pod := &corev1.Pod{}
-	err := c.Get(ctx, key, pod)
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("failed to get pod %s: %w", key, err)
-	}
-	return pod, nil
 }

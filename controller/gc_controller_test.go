@@ -10,6 +10,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/netpool/netpool/controller/gcpolicy"
 )
 
 // The GC's user stories, on the real API server with the manager in-process. Pods are API objects
@@ -36,16 +38,16 @@ func TestGCReleasesADeletedPodsReservationWithinSeconds(t *testing.T) {
 
 	// The releaser counts after its Delete returns, so the count may trail what the API server shows.
 	eventually(t, 5*time.Second, "the release is counted once", func() error {
-		if got := m.releases(t, ReasonPodDeleted, false); got != 1 {
-			return fmt.Errorf("netpool_gc_releases_total{reason=%q} = %v, want 1", ReasonPodDeleted, got)
+		if got := m.releases(t, gcpolicy.ReasonPodDeleted, false); got != 1 {
+			return fmt.Errorf("netpool_gc_releases_total{reason=%q} = %v, want 1", gcpolicy.ReasonPodDeleted, got)
 		}
 		return nil
 	})
 	eventually(t, 5*time.Second, "the release is an Event on the pool", func() error {
 		return wantEvent(t, pool.UID, corev1.EventTypeWarning, EventAddressReleased, "10.1.0.5", "pod "+f.ns+"/web no longer exists")
 	})
-	if got := m.releases(t, ReasonPodDeleted, false); got != 1 {
-		t.Errorf("netpool_gc_releases_total{reason=%q} = %v, want 1", ReasonPodDeleted, got)
+	if got := m.releases(t, gcpolicy.ReasonPodDeleted, false); got != 1 {
+		t.Errorf("netpool_gc_releases_total{reason=%q} = %v, want 1", gcpolicy.ReasonPodDeleted, got)
 	}
 }
 
@@ -73,7 +75,7 @@ func TestGCReleasesTheOldReservationOfARecreatedPodAndNeverTheNew(t *testing.T) 
 
 	eventually(t, 5*time.Second, "the old pod's reservation is released", gone(oldRes))
 	waitSweeps(t, m, 10, "the new pod's reservation must never be released", exists(newRes))
-	if got := m.releases(t, ReasonPodReplaced, false) + m.releases(t, ReasonPodDeleted, false); got != 1 {
+	if got := m.releases(t, gcpolicy.ReasonPodReplaced, false) + m.releases(t, gcpolicy.ReasonPodDeleted, false); got != 1 {
 		t.Errorf("releases = %v, want exactly 1 (the old reservation)", got)
 	}
 }
@@ -103,8 +105,8 @@ func TestGCNeverReleasesAReservationMadeMomentsBeforeItsNetworkStatus(t *testing
 	// so the check below would see a release.
 	eventually(t, 5*time.Second, "the reservation missing from network-status is released", gone(leakedRes))
 	waitSweeps(t, m, 10, "a reservation whose address reached network-status must stay", exists(racingRes))
-	if got := m.releases(t, ReasonNotInNetworkStatus, false); got != 1 {
-		t.Errorf("netpool_gc_releases_total{reason=%q} = %v, want 1", ReasonNotInNetworkStatus, got)
+	if got := m.releases(t, gcpolicy.ReasonNotInNetworkStatus, false); got != 1 {
+		t.Errorf("netpool_gc_releases_total{reason=%q} = %v, want 1", gcpolicy.ReasonNotInNetworkStatus, got)
 	}
 	eventually(t, 5*time.Second, "the release is an Event on the pod", func() error {
 		return wantEvent(t, leaked.UID, corev1.EventTypeWarning, EventAddressReleased, "10.3.0.6", "does not list 10.3.0.6")
@@ -151,10 +153,10 @@ func TestGCSweepReleasesWhatWasDeletedWhileTheControllerWasDown(t *testing.T) {
 			consistently(t, 300*time.Millisecond, "a live pod's reservation stays", exists(res))
 		}
 	}
-	if got := second.releases(t, ReasonPodDeleted, false); got != 2 {
+	if got := second.releases(t, gcpolicy.ReasonPodDeleted, false); got != 2 {
 		t.Errorf("PodDeleted releases = %v, want 2", got)
 	}
-	if got := second.releases(t, ReasonPodFinished, false); got != 1 {
+	if got := second.releases(t, gcpolicy.ReasonPodFinished, false); got != 1 {
 		t.Errorf("PodFinished releases = %v, want 1", got)
 	}
 }
@@ -176,8 +178,8 @@ func TestGCDryRunReportsWithoutReleasing(t *testing.T) {
 		return wantEvent(t, pool.UID, corev1.EventTypeWarning, EventLeakFound, "Dry run: would release 10.5.0.5", "no longer exists")
 	})
 	consistently(t, 2*time.Second, "a dry run releases nothing", exists(res))
-	if got := m.releases(t, ReasonPodDeleted, true); got != 1 {
-		t.Errorf("netpool_gc_releases_total{reason=%q,dry_run=\"true\"} = %v, want 1", ReasonPodDeleted, got)
+	if got := m.releases(t, gcpolicy.ReasonPodDeleted, true); got != 1 {
+		t.Errorf("netpool_gc_releases_total{reason=%q,dry_run=\"true\"} = %v, want 1", gcpolicy.ReasonPodDeleted, got)
 	}
 }
 

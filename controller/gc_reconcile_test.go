@@ -123,11 +123,3 @@ func TestGCSetupNeedsItsParts(t *testing.T) {
 		t.Fatal("SetupWithManager without a client succeeded")
 	}
 }
-
-func TestSplitPodRef(t *testing.T) {
-	for ref, want := range map[string]bool{"ns/web": true, "": false, "web": false, "/web": false, "ns/": false} {
-		if _, _, ok := splitPodRef(ref); ok != want {
-			t.Errorf("splitPodRef(%q) ok = %v, want %v", ref, ok, want)
-		}
-	}
-}

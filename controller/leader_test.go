@@ -10,6 +10,8 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/netpool/netpool/controller/gcpolicy"
 )
 
 func TestLeaderElectionOneLeaderAndTakeOverWhenItDies(t *testing.T) {
@@ -51,7 +53,7 @@ func TestLeaderElectionOneLeaderAndTakeOverWhenItDies(t *testing.T) {
 	res1 := f.reservation(pool.Name, "10.50.0.5", gone1, "node-a")
 	f.deletePod(gone1)
 	eventually(t, 10*time.Second, "the leader releases the leak", gone(res1))
-	if l, fl := leader.releases(t, ReasonPodDeleted, false), follower.releases(t, ReasonPodDeleted, false); l != 1 || fl != 0 {
+	if l, fl := leader.releases(t, gcpolicy.ReasonPodDeleted, false), follower.releases(t, gcpolicy.ReasonPodDeleted, false); l != 1 || fl != 0 {
 		t.Fatalf("releases: leader %v, follower %v; want 1 and 0", l, fl)
 	}
 
@@ -73,7 +75,7 @@ func TestLeaderElectionOneLeaderAndTakeOverWhenItDies(t *testing.T) {
 	res2 := f.reservation(pool.Name, "10.50.0.6", gone2, "node-a")
 	f.deletePod(gone2)
 	eventually(t, 10*time.Second, "the new leader releases the next leak", gone(res2))
-	if got := follower.releases(t, ReasonPodDeleted, false); got != 1 {
+	if got := follower.releases(t, gcpolicy.ReasonPodDeleted, false); got != 1 {
 		t.Errorf("the new leader's releases = %v, want 1", got)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/netpool/netpool/controller/gcpolicy"
 )
 
 func TestMetrics(t *testing.T) {
@@ -17,15 +19,15 @@ func TestMetrics(t *testing.T) {
 	huge := new(big.Int).Lsh(big.NewInt(1), 64)
 	m.setPool("v6", huge, 3, new(big.Int).Sub(huge, big.NewInt(3)))
 	m.setPool("v4", big.NewInt(254), 4, big.NewInt(250))
-	m.released(ReasonPodDeleted, false)
-	m.released(ReasonPodDeleted, true)
+	m.released(gcpolicy.ReasonPodDeleted, false)
+	m.released(gcpolicy.ReasonPodDeleted, true)
 	if v := value(t, m.PoolCapacity.WithLabelValues("v6")); v != 18446744073709551616 {
 		t.Errorf("IPv6 capacity %v", v)
 	}
 	if v := value(t, m.PoolFree.WithLabelValues("v4")); v != 250 {
 		t.Errorf("free %v", v)
 	}
-	if v := value(t, m.Releases.WithLabelValues(ReasonPodDeleted, "true")); v != 1 {
+	if v := value(t, m.Releases.WithLabelValues(gcpolicy.ReasonPodDeleted, "true")); v != 1 {
 		t.Errorf("dry-run releases %v", v)
 	}
 	m.forgetPool("v4")

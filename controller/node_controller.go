@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/netpool/netpool/controller/gcpolicy"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
 )
 
@@ -100,7 +101,7 @@ func (r *nodeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 			continue
 		}
 		detail := fmt.Sprintf("node %s was deleted", req.Name)
-		errs = append(errs, r.Release.release(ctx, res, ReasonNodeDeleted, detail, pod))
+		errs = append(errs, r.Release.release(ctx, res, gcpolicy.ReasonNodeDeleted, detail, pod))
 	}
 	var slices ipamv1.IPPoolSliceList
 	if err := r.Client.List(ctx, &slices, client.MatchingFields{sliceNodeField: req.Name}); err != nil {
@@ -108,7 +109,7 @@ func (r *nodeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	}
 	for i := range slices.Items {
 		detail := fmt.Sprintf("node %s was deleted", req.Name)
-		errs = append(errs, r.Release.returnSlice(ctx, &slices.Items[i], ReasonNodeDeleted, detail))
+		errs = append(errs, r.Release.returnSlice(ctx, &slices.Items[i], gcpolicy.ReasonNodeDeleted, detail))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return ctrl.Result{}, err
@@ -134,11 +135,11 @@ func (r *nodeReconciler) nodeGone(ctx context.Context, name string) (bool, error
 
 // cachedPod is the pod of a reservation if the cache has it, for the release Event.
 func (r *nodeReconciler) cachedPod(ctx context.Context, res *ipamv1.OverlappingRangeIPReservation) *corev1.Pod {
-	ns, name, ok := splitPodRef(res.Spec.PodRef)
+	ns, name, ok := gcpolicy.SplitPodRef(res.Spec.PodRef)
 	if !ok {
 		return nil
 	}
-	pod, err := getPod(ctx, r.Client, types.NamespacedName{Namespace: ns, Name: name})
+	pod, err := gcpolicy.GetPod(ctx, r.Client, types.NamespacedName{Namespace: ns, Name: name})
 	if err != nil {
 		return nil // the Event then goes to the pool; the note names the pod either way
 	}

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/netpool/netpool/controller/gcpolicy"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
 )
 
@@ -52,11 +53,11 @@ func TestDeletedNodesSlicesAndReservationsAreReclaimed(t *testing.T) {
 	consistently(t, time.Second, "node-a's slice stays", exists(kept))
 	consistently(t, 100*time.Millisecond, "node-a's reservation stays", exists(keptRes))
 
-	if got := m.releases(t, ReasonNodeDeleted, false); got != 3 {
-		t.Errorf("netpool_gc_releases_total{reason=%q} = %v, want 3", ReasonNodeDeleted, got)
+	if got := m.releases(t, gcpolicy.ReasonNodeDeleted, false); got != 3 {
+		t.Errorf("netpool_gc_releases_total{reason=%q} = %v, want 3", gcpolicy.ReasonNodeDeleted, got)
 	}
-	if got := m.metric(t, "netpool_slices_returned_total", map[string]string{"reason": ReasonNodeDeleted}); got != 3 {
-		t.Errorf("netpool_slices_returned_total{reason=%q} = %v, want 3", ReasonNodeDeleted, got)
+	if got := m.metric(t, "netpool_slices_returned_total", map[string]string{"reason": gcpolicy.ReasonNodeDeleted}); got != 3 {
+		t.Errorf("netpool_slices_returned_total{reason=%q} = %v, want 3", gcpolicy.ReasonNodeDeleted, got)
 	}
 	eventually(t, 5*time.Second, "each returned slice is an Event on the pool", func() error {
 		return wantEvent(t, pool.UID, corev1.EventTypeNormal, EventSliceReturned, slicesB[0].Name, "node node-b was deleted")

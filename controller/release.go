@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/netpool/netpool/controller/gcpolicy"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
 )
 
@@ -47,15 +48,9 @@ func (rl *releaser) release(ctx context.Context, r *ipamv1.OverlappingRangeIPRes
 		return nil
 	}
 	log.Info("Releasing a leaked reservation", "detail", detail)
-	uid := r.UID
-	err := rl.client.Delete(ctx, r, client.Preconditions{UID: &uid})
-	switch {
-	case apierrors.IsNotFound(err):
-		return nil // released already (a DEL came, or another pass of GC)
-	case apierrors.IsConflict(err):
-		return nil // the name now holds another claim on the address: not ours to release
-	case err != nil:
-		return fmt.Errorf("failed to release reservation %s (%s of IPPool %s): %w", r.Name, r.Spec.Address, r.Spec.Pool, err)
+	released, err := gcpolicy.Delete(ctx, rl.client, r)
+	if err != nil || !released {
+		return err
 	}
 	rl.metrics.released(reason, false)
 	rl.recorder.Eventf(rl.regarding(ctx, r, pod), r, corev1.EventTypeWarning, EventAddressReleased, actionRelease,

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	"github.com/netpool/netpool/controller/gcpolicy"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
 )
 
@@ -40,7 +41,7 @@ func TestReleaseDeletesReportsAndCounts(t *testing.T) {
 			c := fakeClient(t, interceptor.Funcs{}, objs...)
 			rec, m := &fakeRecorder{}, mustMetrics(t)
 			rl := &releaser{client: c, recorder: rec, metrics: m}
-			if err := rl.release(context.Background(), res, ReasonPodDeleted, "pod ns/web no longer exists", tt.pod); err != nil {
+			if err := rl.release(context.Background(), res, gcpolicy.ReasonPodDeleted, "pod ns/web no longer exists", tt.pod); err != nil {
 				t.Fatal(err)
 			}
 			if err := c.Get(context.Background(), client.ObjectKeyFromObject(res), res.DeepCopy()); !apierrors.IsNotFound(err) {
@@ -55,7 +56,7 @@ func TestReleaseDeletesReportsAndCounts(t *testing.T) {
 			if evs[0].note != wantNote {
 				t.Fatalf("note %q, want %q", evs[0].note, wantNote)
 			}
-			if got := value(t, m.Releases.WithLabelValues(ReasonPodDeleted, "false")); got != 1 {
+			if got := value(t, m.Releases.WithLabelValues(gcpolicy.ReasonPodDeleted, "false")); got != 1 {
 				t.Fatalf("releases = %v, want 1", got)
 			}
 		})
@@ -81,7 +82,7 @@ func TestReleaseFailures(t *testing.T) {
 			}}, res)
 			rec, m := &fakeRecorder{}, mustMetrics(t)
 			rl := &releaser{client: c, recorder: rec, metrics: m}
-			err := rl.release(context.Background(), res, ReasonPodDeleted, "d", nil)
+			err := rl.release(context.Background(), res, gcpolicy.ReasonPodDeleted, "d", nil)
 			if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || err.Error() != tt.wantErr) {
 				t.Fatalf("error %v, want %q", err, tt.wantErr)
 			}
@@ -103,7 +104,7 @@ func TestReleaseIsConditionalOnTheUID(t *testing.T) {
 		return c.Delete(ctx, obj, opts...)
 	}}, res)
 	rl := &releaser{client: c, recorder: &fakeRecorder{}, metrics: mustMetrics(t)}
-	if err := rl.release(context.Background(), res, ReasonPodDeleted, "d", nil); err != nil {
+	if err := rl.release(context.Background(), res, gcpolicy.ReasonPodDeleted, "d", nil); err != nil {
 		t.Fatal(err)
 	}
 	if preconditions == nil || preconditions.UID == nil || *preconditions.UID != "old" {
@@ -122,7 +123,7 @@ func TestDryRunReportsEachLeakOnceAndDeletesNothing(t *testing.T) {
 	rec, m := &fakeRecorder{}, mustMetrics(t)
 	rl := &releaser{client: c, recorder: rec, metrics: m, dryRun: true}
 	for range 3 {
-		if err := rl.release(context.Background(), res, ReasonPodFinished, "pod ns/web has Succeeded", nil); err != nil {
+		if err := rl.release(context.Background(), res, gcpolicy.ReasonPodFinished, "pod ns/web has Succeeded", nil); err != nil {
 			t.Fatal(err)
 		}
 		if err := rl.returnSlice(context.Background(), sl, ReasonSliceEmpty, "idle"); err != nil {
@@ -133,7 +134,7 @@ func TestDryRunReportsEachLeakOnceAndDeletesNothing(t *testing.T) {
 	if len(evs) != 1 || evs[0].reason != EventLeakFound || !strings.HasPrefix(evs[0].note, "Dry run: would release 10.0.0.5") {
 		t.Fatalf("events %+v, want one %s", evs, EventLeakFound)
 	}
-	if got := value(t, m.Releases.WithLabelValues(ReasonPodFinished, "true")); got != 1 {
+	if got := value(t, m.Releases.WithLabelValues(gcpolicy.ReasonPodFinished, "true")); got != 1 {
 		t.Fatalf("dry-run releases = %v, want 1", got)
 	}
 	if n := series(m.SlicesReturned); n != 0 {

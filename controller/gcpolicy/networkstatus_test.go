@@ -1,4 +1,4 @@
-package controller
+package gcpolicy
 
 import (
 	"net/netip"
@@ -34,7 +34,7 @@ func TestNetworkStatusAddrs(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", Annotations: tt.annotations}}
-			got, present, err := networkStatusAddrs(pod)
+			got, present, err := NetworkStatusAddrs(pod)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("error %v, want %q", err, tt.wantErr)

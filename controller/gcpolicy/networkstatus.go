@@ -1,4 +1,4 @@
-package controller
+package gcpolicy
 
 import (
 	"encoding/json"
@@ -10,11 +10,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// networkStatusAddrs returns the addresses Multus reported for the pod in its
+// NetworkStatusAddrs returns the addresses Multus reported for the pod in its
 // k8s.v1.cni.cncf.io/network-status annotation (every attachment, every interface), and whether
 // the pod has the annotation at all. Without it nothing can be concluded: Multus has not written
 // it yet, or does not write it at all. A value that is not the annotation's JSON is an error.
-func networkStatusAddrs(pod *corev1.Pod) ([]netip.Addr, bool, error) {
+func NetworkStatusAddrs(pod *corev1.Pod) ([]netip.Addr, bool, error) {
 	raw, ok := pod.Annotations[nadv1.NetworkStatusAnnot]
 	if !ok {
 		return nil, false, nil

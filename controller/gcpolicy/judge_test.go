@@ -1,6 +1,7 @@
-package controller
+package gcpolicy
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -33,10 +34,10 @@ func TestJudgeReservation(t *testing.T) {
 		return p
 	}
 	mirror := pod("api-uid", corev1.PodRunning, networkStatus("10.0.0.5"))
-	mirror.Annotations[mirrorAnnotation] = "static-uid"
-	mirror.Annotations[configHashAnnotation] = "static-uid"
+	mirror.Annotations[MirrorAnnotation] = "static-uid"
+	mirror.Annotations[ConfigHashAnnotation] = "static-uid"
 	notMirror := pod("api-uid", corev1.PodRunning, "")
-	notMirror.Annotations = map[string]string{configHashAnnotation: "static-uid"}
+	notMirror.Annotations = map[string]string{ConfigHashAnnotation: "static-uid"}
 	terminating := pod("u1", corev1.PodRunning, networkStatus("10.0.0.9"))
 	terminating.DeletionTimestamp = &metav1.Time{Time: now}
 	old := 2 * grace
@@ -88,13 +89,22 @@ func TestJudgeReservation(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			v := judgeReservation(tt.res, tt.pod, now, grace)
-			if v.reason != tt.wantReason || v.recheck != tt.wantRecheck {
+			v := Judge(tt.res, Facts{Pod: tt.pod}, now, grace)
+			if v.Reason != tt.wantReason || v.Recheck != tt.wantRecheck {
 				t.Fatalf("verdict %+v, want reason %q recheck %s", v, tt.wantReason, tt.wantRecheck)
 			}
-			if !strings.Contains(v.detail, tt.wantDetail) || (tt.wantDetail == "" && tt.wantReason == "" && v.detail != "") {
-				t.Fatalf("detail %q, want it to contain %q", v.detail, tt.wantDetail)
+			if !strings.Contains(v.Detail, tt.wantDetail) || (tt.wantDetail == "" && tt.wantReason == "" && v.Detail != "") {
+				t.Fatalf("detail %q, want it to contain %q", v.Detail, tt.wantDetail)
 			}
 		})
 	}
+}
+
+// networkStatus is a network-status annotation listing ips on one attachment.
+func networkStatus(ips ...string) string {
+	data, err := json.Marshal([]nadv1.NetworkStatus{{Name: "default/net1", Interface: "net1", IPs: ips}})
+	if err != nil {
+		panic(err)
+	}
+	return string(data)
 }

@@ -1,0 +1,17 @@
+package gcpolicy
+
+// Release reasons: why a reservation counts as leaked. Each is the reason label of
+// netpool_gc_releases_total, appears in the release Event's note and in `netpoolctl leaks`.
+const (
+	// ReasonPodDeleted: the reservation's pod no longer exists.
+	ReasonPodDeleted = "PodDeleted"
+	// ReasonPodReplaced: a pod of the same name exists with another UID (a StatefulSet pod
+	// recreated), so the pod that made the reservation is gone.
+	ReasonPodReplaced = "PodReplaced"
+	// ReasonPodFinished: the pod has Succeeded or Failed; its containers never run again.
+	ReasonPodFinished = "PodFinished"
+	// ReasonNotInNetworkStatus: the pod runs, and its network-status no longer lists the address.
+	ReasonNotInNetworkStatus = "NotInNetworkStatus"
+	// ReasonNodeDeleted: the reservation's node was deleted.
+	ReasonNodeDeleted = "NodeDeleted"
+)
