@@ -5,14 +5,18 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 )
+
+// testNow is the clock of runCLI: golden files print ages against it.
+var testNow = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 
 // runCLI runs netpoolctl with args and returns what it printed on stdout and stderr and the
 // command's error (what main turns into a non-zero exit).
 func runCLI(t *testing.T, args ...string) (string, string, error) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	root := NewRoot(&out, &errOut)
+	root := newRoot(&out, &errOut, func() time.Time { return testNow })
 	root.SetArgs(args)
 	err := root.Execute()
 	return out.String(), errOut.String(), err

@@ -21,6 +21,8 @@ type options struct {
 	db         string
 	output     string
 	timeout    time.Duration
+	// now is the clock ages are printed against.
+	now func() time.Time
 }
 
 // defaultTimeout bounds every API request, so an unreachable cluster is an error, not a hang.

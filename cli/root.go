@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -10,7 +11,10 @@ import (
 )
 
 // NewRoot returns the netpoolctl command tree, writing to out and errOut.
-func NewRoot(out, errOut io.Writer) *cobra.Command {
+func NewRoot(out, errOut io.Writer) *cobra.Command { return newRoot(out, errOut, time.Now) }
+
+// newRoot is NewRoot with a clock, so tests print fixed ages.
+func newRoot(out, errOut io.Writer, now func() time.Time) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "netpoolctl",
 		Short:         "Install, inspect and repair netpool",
@@ -19,7 +23,7 @@ func NewRoot(out, errOut io.Writer) *cobra.Command {
 		// --version, and the version command below, print what make build stamped.
 		Version: version.String(),
 	}
-	opts := &options{}
+	opts := &options{now: now}
 	opts.addFlags(root.PersistentFlags())
 	root.SetVersionTemplate("netpoolctl {{.Version}}\n")
 	root.SetOut(out)
