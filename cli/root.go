@@ -32,6 +32,9 @@ func newRoot(out, errOut io.Writer, now func() time.Time) *cobra.Command {
 		newInstallCNI(),
 		newVersion(),
 	)
+	// The completion command is made here rather than at Execute, so docs/cli.md lists it.
+	root.InitDefaultCompletionCmd()
+	refuseUnknownShells(root)
 	_ = opts // the inspecting commands (pools, show, whois, leaks, release, check, migrate) take it
 	return root
 }
@@ -45,5 +48,16 @@ func newVersion() *cobra.Command {
 			_, err := fmt.Fprintln(cmd.OutOrStdout(), version.Line("netpoolctl"))
 			return err
 		},
+	}
+}
+
+// refuseUnknownShells makes `netpoolctl completion SHELL` fail for a shell cobra has no script
+// for, where cobra would print the help and exit 0: a runnable command with subcommands rejects
+// an argument that names none of them ("unknown command").
+func refuseUnknownShells(root *cobra.Command) {
+	for _, c := range root.Commands() {
+		if c.Name() == "completion" {
+			c.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+		}
 	}
 }
