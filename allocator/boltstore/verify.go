@@ -58,12 +58,13 @@ const (
 	FindingDuplicateInScope FindingKind = "DuplicateInScope"
 )
 
-// Finding is one inconsistency: its kind, the pool (or scope) it concerns, when it concerns one,
-// and a sentence naming the keys and addresses involved.
+// Finding is one inconsistency: its kind, the bucket it concerns ("pool/<pool key>" or
+// "scope/<overlap scope>"; empty for the whole file) and a sentence naming the keys and
+// addresses involved.
 type Finding struct {
-	Kind FindingKind
-	Pool string
-	Text string
+	Kind   FindingKind
+	Object string
+	Text   string
 }
 
 func (f Finding) String() string { return fmt.Sprintf("%s: %s", f.Kind, f.Text) }
@@ -160,7 +161,7 @@ func openExisting(path string, timeout time.Duration) (*bolt.DB, error) {
 // verifier collects the findings of one transaction.
 type verifier struct {
 	v      Verification
-	counts map[string]int // kind and pool -> findings so far, for maxFindingsPerKind
+	counts map[string]int // kind and object -> findings so far, for maxFindingsPerKind
 	owners *bolt.Bucket
 	// scopes holds, per overlap scope, the addresses its allocations hold, with their pools.
 	scopes map[string][]scoped
@@ -171,11 +172,11 @@ type scoped struct {
 	pool string
 }
 
-func (w *verifier) add(kind FindingKind, pool, format string, args ...any) {
-	k := string(kind) + "\x00" + pool
+func (w *verifier) add(kind FindingKind, object, format string, args ...any) {
+	k := string(kind) + "\x00" + object
 	w.counts[k]++
 	if w.counts[k] <= maxFindingsPerKind {
-		w.v.Findings = append(w.v.Findings, Finding{Kind: kind, Pool: pool, Text: fmt.Sprintf(format, args...)})
+		w.v.Findings = append(w.v.Findings, Finding{Kind: kind, Object: object, Text: fmt.Sprintf(format, args...)})
 	}
 }
 
@@ -184,9 +185,9 @@ func (w *verifier) summarise() {
 	var over []Finding
 	for k, n := range w.counts {
 		if n > maxFindingsPerKind {
-			kind, pool, _ := strings.Cut(k, "\x00")
-			over = append(over, Finding{Kind: FindingKind(kind), Pool: pool,
-				Text: fmt.Sprintf("%d more findings of kind %s in %s are not listed", n-maxFindingsPerKind, kind, pool)})
+			kind, object, _ := strings.Cut(k, "\x00")
+			over = append(over, Finding{Kind: FindingKind(kind), Object: object,
+				Text: fmt.Sprintf("%d more findings of kind %s in %s are not listed", n-maxFindingsPerKind, kind, object)})
 		}
 	}
 	slices.SortFunc(over, func(a, b Finding) int { return strings.Compare(a.Text, b.Text) })
@@ -205,7 +206,7 @@ func verifyTx(tx *bolt.Tx) Verification {
 	if pools := top[string(bucketPools)]; pools != nil {
 		_ = pools.ForEach(func(k, v []byte) error {
 			if v != nil {
-				w.add(FindingLayout, string(k), "bucket %q holds a value under %q where a pool's bucket belongs", bucketPools, k)
+				w.add(FindingLayout, "pool/"+string(k), "bucket %q holds a value under %q where a pool's bucket belongs", bucketPools, k)
 				return nil
 			}
 			w.v.Pools++
@@ -216,7 +217,7 @@ func verifyTx(tx *bolt.Tx) Verification {
 	if scopes := top[string(bucketScopes)]; scopes != nil {
 		_ = scopes.ForEach(func(k, v []byte) error {
 			if v != nil {
-				w.add(FindingLayout, string(k), "bucket %q holds a value under %q where a scope's runs belong", bucketScopes, k)
+				w.add(FindingLayout, "scope/"+string(k), "bucket %q holds a value under %q where a scope's runs belong", bucketScopes, k)
 				return nil
 			}
 			w.verifyScope(string(k), scopes.Bucket(k))
@@ -225,7 +226,7 @@ func verifyTx(tx *bolt.Tx) Verification {
 	}
 	for _, name := range sortedKeys(w.scopes) {
 		if scopes := top[string(bucketScopes)]; scopes != nil && scopes.Bucket([]byte(name)) == nil {
-			w.add(FindingAllocationNotInRun, name, "%d allocations record overlap scope %q, which has no runs bucket, so other pools of the scope may hand their addresses out again",
+			w.add(FindingAllocationNotInRun, "scope/"+name, "%d allocations record overlap scope %q, which has no runs bucket, so other pools of the scope may hand their addresses out again",
 				len(w.scopes[name]), name)
 		}
 	}
@@ -256,11 +257,11 @@ func poolSubnet(poolKey string) (string, netip.Prefix, bool) {
 func (w *verifier) verifyPool(pool string, b *bolt.Bucket) {
 	network, subnet, keyOK := poolSubnet(pool)
 	if !keyOK {
-		w.add(FindingLayout, pool, "pool key %q names no subnet (want [network/]subnet)", pool)
+		w.add(FindingLayout, "pool/"+pool, "pool key %q names no subnet (want [network/]subnet)", pool)
 	}
 	alloc, used := b.Bucket(bucketAlloc), b.Bucket(bucketUsed)
 	if alloc == nil || used == nil || b.Bucket(bucketMeta) == nil {
-		w.add(FindingLayout, pool, "pool %s lacks one of its buckets alloc, used and meta", pool)
+		w.add(FindingLayout, "pool/"+pool, "pool %s lacks one of its buckets alloc, used and meta", pool)
 	}
 	if alloc == nil {
 		return
@@ -269,36 +270,36 @@ func (w *verifier) verifyPool(pool string, b *bolt.Bucket) {
 	_ = alloc.ForEach(func(k, v []byte) error {
 		a, ok := ipam.AddrFromKey(k)
 		if !ok || v == nil {
-			w.add(FindingCorruptRecord, pool, "pool %s: alloc key %x is not a 16-byte address with a record", pool, k)
+			w.add(FindingCorruptRecord, "pool/"+pool, "pool %s: alloc key %x is not a 16-byte address with a record", pool, k)
 			return nil
 		}
 		w.v.Allocations++
 		held = append(held, a)
 		al, err := decodeRecord(pool, k, v)
 		if err != nil {
-			w.add(FindingCorruptRecord, pool, "pool %s: the record of %s does not decode: %v", pool, a, err)
+			w.add(FindingCorruptRecord, "pool/"+pool, "pool %s: the record of %s does not decode: %v", pool, a, err)
 			return nil
 		}
 		if al.Owner.ContainerID == "" || al.Owner.IfName == "" {
-			w.add(FindingCorruptRecord, pool, "pool %s: the record of %s names no attachment (container %q, interface %q)",
+			w.add(FindingCorruptRecord, "pool/"+pool, "pool %s: the record of %s names no attachment (container %q, interface %q)",
 				pool, a, al.Owner.ContainerID, al.Owner.IfName)
 		}
 		if keyOK && !subnet.Contains(a) {
-			w.add(FindingOutsideSubnet, pool, "pool %s holds %s, outside its subnet %s", pool, a, subnet)
+			w.add(FindingOutsideSubnet, "pool/"+pool, "pool %s holds %s, outside its subnet %s", pool, a, subnet)
 		}
 		if w.owners != nil {
 			switch got := w.owners.Get(ownerKey(pool, al.Owner)); {
 			case got == nil:
-				w.add(FindingOwnerIndexMissing, pool, "pool %s: %s is held by %s/%s, which the owners index does not list",
+				w.add(FindingOwnerIndexMissing, "pool/"+pool, "pool %s: %s is held by %s/%s, which the owners index does not list",
 					pool, a, al.Owner.ContainerID, al.Owner.IfName)
 			case !bytes.Equal(got, k):
-				w.add(FindingOwnerIndexMissing, pool, "pool %s: %s is held by %s/%s, but the owners index points that attachment at %s",
+				w.add(FindingOwnerIndexMissing, "pool/"+pool, "pool %s: %s is held by %s/%s, but the owners index points that attachment at %s",
 					pool, a, al.Owner.ContainerID, al.Owner.IfName, addr(got))
 			}
 		}
 		if al.Scope != "" {
 			if keyOK && al.Scope != allocator.OverlapScope(network) {
-				w.add(FindingScopeMismatch, pool, "pool %s: %s records overlap scope %q; the pool's network has scope %q",
+				w.add(FindingScopeMismatch, "pool/"+pool, "pool %s: %s records overlap scope %q; the pool's network has scope %q",
 					pool, a, al.Scope, allocator.OverlapScope(network))
 			}
 			w.scopes[al.Scope] = append(w.scopes[al.Scope], scoped{addr: a, pool: pool})
@@ -306,7 +307,7 @@ func (w *verifier) verifyPool(pool string, b *bolt.Bucket) {
 		return nil
 	})
 	if used != nil {
-		w.verifyRuns(used, held, pool, "pool "+pool)
+		w.verifyRuns(used, held, "pool/"+pool, "pool "+pool)
 	}
 }
 
@@ -321,32 +322,32 @@ func (w *verifier) verifyScope(scope string, b *bolt.Bucket) {
 	var held []netip.Addr
 	for i, m := range members {
 		if i > 0 && members[i-1].addr == m.addr {
-			w.add(FindingDuplicateInScope, scope, "overlap scope %q: %s is held in pool %s and in pool %s", scope, m.addr, members[i-1].pool, m.pool)
+			w.add(FindingDuplicateInScope, "scope/"+scope, "overlap scope %q: %s is held in pool %s and in pool %s", scope, m.addr, members[i-1].pool, m.pool)
 			continue
 		}
 		held = append(held, m.addr)
 	}
-	w.verifyRuns(b, held, scope, fmt.Sprintf("overlap scope %q", scope))
+	w.verifyRuns(b, held, "scope/"+scope, fmt.Sprintf("overlap scope %q", scope))
 }
 
 // verifyRuns checks that the runs in b are well formed, maximal and non-overlapping, cover only
 // addresses of held (sorted, without duplicates) and cover all of them. It walks each run's
 // addresses only as far as held has them, so a damaged run over a /64 costs one step.
-func (w *verifier) verifyRuns(b *bolt.Bucket, held []netip.Addr, pool, what string) {
+func (w *verifier) verifyRuns(b *bolt.Bucket, held []netip.Addr, object, what string) {
 	var prev netip.Addr
 	c := b.Cursor()
 	for k, v := c.First(); k != nil; k, v = c.Next() {
 		first, ok1 := ipam.AddrFromKey(k)
 		last, ok2 := ipam.AddrFromKey(v)
 		if v == nil || !ok1 || !ok2 || first.BitLen() != last.BitLen() || compareAddr(last, first) < 0 {
-			w.add(FindingRunMalformed, pool, "%s: used run %x -> %x is not a run of addresses (first <= last, one family)", what, k, v)
+			w.add(FindingRunMalformed, object, "%s: used run %x -> %x is not a run of addresses (first <= last, one family)", what, k, v)
 			continue
 		}
 		if prev.IsValid() && prev.BitLen() == first.BitLen() {
 			if compareAddr(prev, first) >= 0 {
-				w.add(FindingRunsNotMaximal, pool, "%s: used run %s-%s overlaps the run before it, which ends at %s", what, first, last, prev)
+				w.add(FindingRunsNotMaximal, object, "%s: used run %s-%s overlaps the run before it, which ends at %s", what, first, last, prev)
 			} else if prev.Next() == first {
-				w.add(FindingRunsNotMaximal, pool, "%s: used runs ending at %s and starting at %s touch; they should be one run", what, prev, first)
+				w.add(FindingRunsNotMaximal, object, "%s: used runs ending at %s and starting at %s touch; they should be one run", what, prev, first)
 			}
 		}
 		prev = last
@@ -356,13 +357,13 @@ func (w *verifier) verifyRuns(b *bolt.Bucket, held []netip.Addr, pool, what stri
 			expect = expect.Next()
 		}
 		if i >= len(held) || held[i] != expect {
-			w.add(FindingRunHoldsFree, pool, "%s: used run %s-%s covers %s, which no allocation holds", what, first, last, expect)
+			w.add(FindingRunHoldsFree, object, "%s: used run %s-%s covers %s, which no allocation holds", what, first, last, expect)
 		}
 	}
 	r := runs{b}
 	for _, a := range held {
 		if _, _, ok := r.containing(a); !ok {
-			w.add(FindingAllocationNotInRun, pool, "%s: %s is allocated but in no used run, so it could be handed out again", what, a)
+			w.add(FindingAllocationNotInRun, object, "%s: %s is allocated but in no used run, so it could be handed out again", what, a)
 		}
 	}
 }
@@ -385,11 +386,11 @@ func (w *verifier) verifyOwners(pools *bolt.Bucket) {
 			}
 		}
 		if rec == nil {
-			w.add(FindingOwnerIndexDangling, pool, "owners index: %s/%s points at %s, which pool %s does not hold", o.ContainerID, o.IfName, a, pool)
+			w.add(FindingOwnerIndexDangling, "pool/"+pool, "owners index: %s/%s points at %s, which pool %s does not hold", o.ContainerID, o.IfName, a, pool)
 			return nil
 		}
 		if al, err := decodeRecord(pool, v, rec); err == nil && al.Owner != o {
-			w.add(FindingOwnerIndexDangling, pool, "owners index: %s/%s points at %s, which pool %s records as held by %s/%s",
+			w.add(FindingOwnerIndexDangling, "pool/"+pool, "owners index: %s/%s points at %s, which pool %s records as held by %s/%s",
 				o.ContainerID, o.IfName, a, pool, al.Owner.ContainerID, al.Owner.IfName)
 		}
 		return nil
