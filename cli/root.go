@@ -31,8 +31,9 @@ func newRoot(out, errOut io.Writer, now func() time.Time) *cobra.Command {
 	root.AddCommand(
 		newInstallCNI(),
 		newVersion(),
+		newLeaks(opts),
+		newCheck(opts),
 	)
-	_ = opts // the inspecting commands (pools, show, whois, leaks, release, check, migrate) take it
 	return root
 }
 
