@@ -94,14 +94,18 @@ Examples:
 				return err
 			}
 			if len(report.Findings) == 0 && (f == formatTable || f == formatWide) {
-				_, err := fmt.Fprintf(cmd.OutOrStdout(), "No inconsistencies: checked %d pools, %d allocations and %d slices of %s.\n",
-					report.Pools, report.Allocations, report.Slices, report.Store)
+				_, err := fmt.Fprintf(cmd.OutOrStdout(), "No inconsistencies in %s (pools: %d, allocations: %d, slices: %d).\n",
+					report.Store, report.Pools, report.Allocations, report.Slices)
 				return err
 			}
 			if err := emit(cmd.OutOrStdout(), f, findingTable(report.Findings), report); err != nil {
 				return err
 			}
-			if n := len(report.Findings); n > 0 {
+			switch n := len(report.Findings); n {
+			case 0:
+			case 1:
+				return fmt.Errorf("check found 1 inconsistency in %s", report.Store)
+			default:
 				return fmt.Errorf("check found %d inconsistencies in %s", n, report.Store)
 			}
 			return nil
