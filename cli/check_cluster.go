@@ -68,10 +68,13 @@ func (c *clusterChecker) run(ctx context.Context) (checkReport, error) {
 			return checkReport{}, fmt.Errorf("failed to list the %s: %w", l.what, err)
 		}
 	}
+	// exists holds every pool; byName the pools being checked (all, or one network's).
+	exists := map[string]bool{}
 	byName := map[string]*ipamv1.IPPool{}
 	parsed := map[string]*ippool.Pool{}
 	for i := range pools.Items {
 		p := &pools.Items[i]
+		exists[p.Name] = true
 		if c.oneNetwork && p.Spec.NetworkName != c.network {
 			continue
 		}
@@ -84,16 +87,16 @@ func (c *clusterChecker) run(ctx context.Context) (checkReport, error) {
 		}
 		parsed[p.Name] = pp
 	}
-	counts := c.checkReservations(reservations.Items, byName, parsed)
-	c.checkSlices(poolSlices.Items, nodes.Items, byName, parsed)
+	counts := c.checkReservations(reservations.Items, exists, byName, parsed)
+	c.checkSlices(poolSlices.Items, nodes.Items, exists, byName, parsed)
 	c.checkStatus(pools.Items, byName, counts)
 	return c.report, nil
 }
 
 // checkReservations checks each reservation against its pool and the others of its scope, and
 // returns how many reservations each pool holds.
-func (c *clusterChecker) checkReservations(items []ipamv1.OverlappingRangeIPReservation, byName map[string]*ipamv1.IPPool,
-	parsed map[string]*ippool.Pool) map[string]int64 {
+func (c *clusterChecker) checkReservations(items []ipamv1.OverlappingRangeIPReservation, exists map[string]bool,
+	byName map[string]*ipamv1.IPPool, parsed map[string]*ippool.Pool) map[string]int64 {
 	counts := map[string]int64{}
 	type held struct {
 		scope string
@@ -105,11 +108,14 @@ func (c *clusterChecker) checkReservations(items []ipamv1.OverlappingRangeIPRese
 		r := &items[i]
 		obj := "overlappingrangeipreservation/" + r.Name
 		pool, ok := byName[r.Spec.Pool]
-		if !ok {
-			if !c.oneNetwork || r.Spec.NetworkName == c.network {
-				c.report.Allocations++
-				c.add(findingUnknownPool, obj, "%s is reserved in IPPool %s, which does not exist", r.Spec.Address, r.Spec.Pool)
-			}
+		switch {
+		case exists[r.Spec.Pool] && !ok:
+			continue // a pool of another network
+		case !ok && (!c.oneNetwork || r.Spec.NetworkName == c.network):
+			c.report.Allocations++
+			c.add(findingUnknownPool, obj, "%s is reserved in IPPool %s, which does not exist", r.Spec.Address, r.Spec.Pool)
+			continue
+		case !ok:
 			continue
 		}
 		c.report.Allocations++
@@ -152,7 +158,8 @@ func (c *clusterChecker) checkReservations(items []ipamv1.OverlappingRangeIPRese
 	return counts
 }
 
-func (c *clusterChecker) checkSlices(items []ipamv1.IPPoolSlice, nodes []corev1.Node, byName map[string]*ipamv1.IPPool, parsed map[string]*ippool.Pool) {
+func (c *clusterChecker) checkSlices(items []ipamv1.IPPoolSlice, nodes []corev1.Node, exists map[string]bool,
+	byName map[string]*ipamv1.IPPool, parsed map[string]*ippool.Pool) {
 	nodeNames := map[string]bool{}
 	for _, n := range nodes {
 		nodeNames[n.Name] = true
@@ -161,8 +168,8 @@ func (c *clusterChecker) checkSlices(items []ipamv1.IPPoolSlice, nodes []corev1.
 		s := &items[i]
 		obj := "ippoolslice/" + s.Name
 		pool, ok := byName[s.Spec.Pool]
-		if !ok && c.oneNetwork {
-			continue // a slice names no network of its own
+		if !ok && (c.oneNetwork || exists[s.Spec.Pool]) {
+			continue // a pool of another network; or, with --network, no pool (a slice names no network)
 		}
 		c.report.Slices++
 		if !nodeNames[s.Spec.Node] {

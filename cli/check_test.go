@@ -71,6 +71,14 @@ func TestCheckFindsEachPlantedInconsistency(t *testing.T) {
 	e.slice("ctlops-bad-a.0", a.Name, "10.79.0.0/28", "ctlops-ghost-node")
 	e.slice("ctlops-bad-a.1", a.Name, "10.79.0.16/28", "ctlops-check-node")
 	e.slice("ctlops-bad-a.99", a.Name, "10.80.0.0/28", "ctlops-check-node")
+	// A reservation of another network's pool that says it is of this network belongs to the
+	// check of its pool's network: it is no UnknownPool here.
+	other := e.pool("ctlops-other-c", ipamv1.IPPoolSpec{Range: "10.79.9.0/24", NetworkName: "ctlops-other"})
+	stray := e.reservation(other, "10.79.9.9", "ctlops/stray", "uid-stray", "ctlops-check-node", "ctlops-other-c.10.79.9.9")
+	stray.Spec.NetworkName = network
+	if err := e.c.Update(e.ctx, stray); err != nil {
+		t.Fatal(err)
+	}
 	e.setStatusCounts(a, "253", 7, "246") // the pool holds 3
 	e.setStatusCounts(b, "254", 1, "253")
 	before := e.snapshot()
