@@ -49,8 +49,10 @@ can hand out its address; that every slice lies in its pool's range and belongs 
 existing Node; and that each pool's status.capacity, status.allocated and status.free are
 what the controller's own counting gives for its spec and its reservations. The controller
 writes a pool's status at most once a second, so a count checked during a burst of
-allocations may lag: check again before acting on a StatusCounts finding. --network limits
-the check to the pools of one network name and their reservations and slices.
+allocations may lag; and the pools, reservations, slices and nodes are listed one after
+another, not at one instant. On a cluster that is changing, check again before acting on a
+finding. --network limits the check to the pools of one network name and their reservations
+and slices.
 
 With --db it checks an embedded store file, opened read-only and never created: bbolt's own
 consistency check, and that netpool's indexes agree with the allocation records (the owners
