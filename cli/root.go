@@ -31,11 +31,12 @@ func newRoot(out, errOut io.Writer, now func() time.Time) *cobra.Command {
 	root.AddCommand(
 		newInstallCNI(),
 		newVersion(),
+		newLeaks(opts),
+		newCheck(opts),
 	)
 	// The completion command is made here rather than at Execute, so docs/cli.md lists it.
 	root.InitDefaultCompletionCmd()
 	refuseUnknownShells(root)
-	_ = opts // the inspecting commands (pools, show, whois, leaks, release, check, migrate) take it
 	return root
 }
 

@@ -1,0 +1,225 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/netpool/netpool/controller"
+	"github.com/netpool/netpool/controller/gcpolicy"
+	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
+)
+
+// leakReport is the json and yaml schema of `netpoolctl leaks` (docs/cli-output.md).
+type leakReport struct {
+	// Grace is the age below which a reservation is never called leaked, as a Go duration.
+	Grace string `json:"grace"`
+	// Leaks are the leaked reservations, by pool and address.
+	Leaks []leak `json:"leaks"`
+}
+
+// leak is one reservation the controller's GC policy judges leaked.
+type leak struct {
+	Reservation string    `json:"reservation"`
+	Address     string    `json:"address"`
+	Pool        string    `json:"pool"`
+	NetworkName string    `json:"networkName,omitempty"`
+	Pod         string    `json:"pod"`
+	PodUID      string    `json:"podUID,omitempty"`
+	Node        string    `json:"node"`
+	ContainerID string    `json:"containerID"`
+	Interface   string    `json:"interface"`
+	Created     time.Time `json:"created"`
+	// Reason is one of the gcpolicy reasons: PodDeleted, PodReplaced, PodFinished,
+	// NotInNetworkStatus.
+	Reason string `json:"reason"`
+	Detail string `json:"detail"`
+}
+
+// errNoLivenessInBolt is what leaks says of an embedded store: nothing in the file or on the host
+// says which pods live, so the GC policy has no facts to judge by.
+var errNoLivenessInBolt = errors.New("leaks needs a cluster: an embedded (--db) store records no pod liveness to judge " +
+	"its allocations by. Its leaks are reclaimed by CNI GC: the runtime passes the attachments it still runs, " +
+	"and the plugin releases every other allocation of the network (see docs/embedded-store.md). " +
+	"Use `netpoolctl --db PATH check` to verify the file")
+
+func newLeaks(opts *options) *cobra.Command {
+	var grace time.Duration
+	var namespace string
+	cmd := &cobra.Command{
+		Use:   "leaks",
+		Short: "List reservations whose owner is gone, by the controller's GC policy (read-only)",
+		Long: `leaks lists the reservations that the controller's garbage collector judges leaked, with
+the reason and the detail of each: the same policy code (package controller/gcpolicy), so
+leaks never names a reservation the controller would keep, nor hides one it would release.
+A reservation counts as leaked when it is older than --grace and its pod was deleted
+(PodDeleted), replaced by a pod of the same name with another UID (PodReplaced), has
+Succeeded or Failed (PodFinished), or runs while its network-status no longer lists the
+address (NotInNetworkStatus). A reservation without a pod identity is never listed. leaks
+changes nothing; release an address with netpoolctl release.
+
+leaks reads the reservations and then the pods, once each, so its answer is one
+snapshot. It needs a cluster: an embedded store (--db) records no pod liveness, and CNI GC
+is its mechanism for leaks.
+
+Examples:
+  # Every leaked reservation in the cluster
+  netpoolctl leaks
+
+  # The leaks of pods of one namespace, as JSON
+  netpoolctl leaks -n team-a -o json
+
+  # Count reservations as leaked only after ten minutes
+  netpoolctl leaks --grace 10m`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			f, err := parseFormat(opts.output)
+			if err != nil {
+				return err
+			}
+			if grace < 0 {
+				return fmt.Errorf("--grace must not be negative, not %s", grace)
+			}
+			embedded, err := opts.embedded()
+			if err != nil {
+				return err
+			}
+			if embedded {
+				return errNoLivenessInBolt
+			}
+			c, err := opts.kubeClient()
+			if err != nil {
+				return err
+			}
+			leaks, err := findLeaks(cmd.Context(), c, namespace, opts.now(), grace, func(r *ipamv1.OverlappingRangeIPReservation, v gcpolicy.Verdict) {
+				fmt.Fprintf(cmd.ErrOrStderr(), "warning: reservation %s (%s) cannot be judged and is kept: %s\n", r.Name, r.Spec.Address, v.Detail)
+			})
+			if err != nil {
+				return err
+			}
+			if len(leaks) == 0 && (f == formatTable || f == formatWide) {
+				_, err := fmt.Fprintf(cmd.ErrOrStderr(), "No leaked reservations (grace %s).\n", grace)
+				return err
+			}
+			return emit(cmd.OutOrStdout(), f, leakTable(leaks, opts.now()), leakReport{Grace: grace.String(), Leaks: leaks})
+		},
+	}
+	cmd.Flags().DurationVar(&grace, "grace", controller.DefaultGCGrace, "a reservation younger than this is never leaked (the controller's --gc-grace)")
+	cmd.Flags().StringVarP(&namespace, "namespace", "n", "", "only the reservations of pods in this namespace (default: every namespace)")
+	return cmd
+}
+
+// findLeaks judges every reservation (of pods in namespace, when set) by the GC policy as of
+// now; unjudgeable is told of each reservation kept only because its pod's facts say nothing.
+func findLeaks(ctx context.Context, c client.Reader, namespace string, now time.Time, grace time.Duration,
+	unjudgeable func(*ipamv1.OverlappingRangeIPReservation, gcpolicy.Verdict)) ([]leak, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	var reservations ipamv1.OverlappingRangeIPReservationList
+	if err := c.List(ctx, &reservations); err != nil {
+		return nil, fmt.Errorf("failed to list the reservations: %w", err)
+	}
+	// The pods are listed after the reservations: a pod whose reservation was listed existed
+	// before it, so it is in this list unless it was deleted since.
+	pods, err := listPods(ctx, c, namespace)
+	if err != nil {
+		return nil, err
+	}
+	leaks := []leak{}
+	for i := range reservations.Items {
+		r := &reservations.Items[i]
+		if ns, _, ok := gcpolicy.SplitPodRef(r.Spec.PodRef); namespace != "" && (!ok || ns != namespace) {
+			continue
+		}
+		if !gcpolicy.Judgeable(r) {
+			continue
+		}
+		facts, err := gcpolicy.Read(ctx, pods, r)
+		if err != nil {
+			return nil, err
+		}
+		v := gcpolicy.Judge(r, facts, now, grace)
+		if v.Reason == "" {
+			if v.Detail != "" && unjudgeable != nil {
+				unjudgeable(r, v)
+			}
+			continue
+		}
+		leaks = append(leaks, leak{
+			Reservation: r.Name, Address: r.Spec.Address, Pool: r.Spec.Pool, NetworkName: r.Spec.NetworkName,
+			Pod: r.Spec.PodRef, PodUID: r.Spec.PodUID, Node: r.Spec.Node,
+			ContainerID: r.Spec.ContainerID, Interface: r.Spec.IfName,
+			Created: r.CreationTimestamp.UTC(), Reason: v.Reason, Detail: v.Detail,
+		})
+	}
+	slices.SortFunc(leaks, func(a, b leak) int {
+		if c := strings.Compare(a.Pool, b.Pool); c != 0 {
+			return c
+		}
+		x, errX := netip.ParseAddr(a.Address)
+		y, errY := netip.ParseAddr(b.Address)
+		if errX == nil && errY == nil {
+			return x.Compare(y)
+		}
+		return strings.Compare(a.Address, b.Address)
+	})
+	return leaks, nil
+}
+
+func leakTable(leaks []leak, now time.Time) *table {
+	t := &table{columns: []column{
+		{header: "address"}, {header: "pool"}, {header: "pod"}, {header: "pod uid", wide: true},
+		{header: "node", wide: true}, {header: "container", wide: true}, {header: "interface", wide: true},
+		{header: "reservation", wide: true}, {header: "reason"}, {header: "age"}, {header: "detail"},
+	}}
+	for _, l := range leaks {
+		t.add(l.Address, l.Pool, l.Pod, l.PodUID, l.Node, l.ContainerID, l.Interface, l.Reservation,
+			l.Reason, age(now, l.Created), l.Detail)
+	}
+	return t
+}
+
+// podSnapshot answers gcpolicy.Read's pod lookups from one list of pods, so judging n
+// reservations costs one request instead of n.
+type podSnapshot map[types.NamespacedName]*corev1.Pod
+
+func listPods(ctx context.Context, c client.Reader, namespace string) (podSnapshot, error) {
+	var list corev1.PodList
+	if err := c.List(ctx, &list, client.InNamespace(namespace)); err != nil {
+		return nil, fmt.Errorf("failed to list the pods: %w", err)
+	}
+	s := make(podSnapshot, len(list.Items))
+	for i := range list.Items {
+		p := &list.Items[i]
+		s[types.NamespacedName{Namespace: p.Namespace, Name: p.Name}] = p
+	}
+	return s, nil
+}
+
+func (s podSnapshot) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return fmt.Errorf("the pod snapshot holds pods, not %T", obj)
+	}
+	p, found := s[key]
+	if !found {
+		return apierrors.NewNotFound(corev1.Resource("pods"), key.Name)
+	}
+	p.DeepCopyInto(pod)
+	return nil
+}
+
+func (s podSnapshot) List(context.Context, client.ObjectList, ...client.ListOption) error {
+	return errors.New("the pod snapshot answers Get only")
+}
