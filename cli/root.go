@@ -31,8 +31,11 @@ func newRoot(out, errOut io.Writer, now func() time.Time) *cobra.Command {
 	root.AddCommand(
 		newInstallCNI(),
 		newVersion(),
+		newPools(opts),
+		newShow(opts),
+		newWhois(opts),
+		newRelease(opts),
 	)
-	_ = opts // the inspecting commands (pools, show, whois, leaks, release, check, migrate) take it
 	return root
 }
 

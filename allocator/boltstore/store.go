@@ -57,12 +57,18 @@ func Open(path string, timeout time.Duration) (*Store, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("%w: failed to create directory for %s: %w", allocator.ErrStoreUnusable, path, err)
 	}
+	return open(path, timeout, true)
+}
+
+// open opens the store at path; with create false it neither creates the file nor its buckets
+// (OpenExisting).
+func open(path string, timeout time.Duration, create bool) (*Store, error) {
 	deadline := time.Now().Add(timeout)
 	lock, err := acquireLock(path+".lock", deadline)
 	if err != nil {
 		return nil, err
 	}
-	if err := prepare(path, max(time.Until(deadline), time.Millisecond)); err != nil {
+	if err := prepare(path, max(time.Until(deadline), time.Millisecond), create); err != nil {
 		lock.release()
 		return nil, err
 	}
@@ -75,8 +81,15 @@ func Open(path string, timeout time.Duration) (*Store, error) {
 		if err != nil {
 			return err
 		}
-		if err := ensureBuckets(db); err != nil {
+		initialise := ensureBuckets
+		if !create {
+			initialise = checkBuckets
+		}
+		if err := initialise(db); err != nil {
 			_ = db.Close() // the creation error is the one worth reporting
+			if !create {
+				return err
+			}
 			return fmt.Errorf("failed to initialise: %w", err)
 		}
 		return nil
