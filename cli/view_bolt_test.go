@@ -205,7 +205,7 @@ func TestBoltBadArguments(t *testing.T) {
 		{"empty db file", []string{"--db", empty, "whois", "10.77.0.2"}, "is empty: it holds no netpool store"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out, _, err := runView(t, viewClock(), "y\n", tc.args...)
+			out, _, err := runCLI(t, tc.args...)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want it to contain %q", err, tc.want)
 			}

@@ -174,7 +174,7 @@ func TestClusterViews(t *testing.T) {
 			{"bad --watch-interval", []string{"pools", "--watch", "--watch-interval", "0s"}, "--watch-interval must be positive"},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
-				out, _, err := run(t, "y\n", tc.args...)
+				out, _, err := runCLI(t, append(append([]string{}, kc...), tc.args...)...)
 				if err == nil || !strings.Contains(err.Error(), tc.want) {
 					t.Fatalf("err = %v, want it to contain %q", err, tc.want)
 				}
