@@ -26,13 +26,16 @@ utilisation. In a cluster the pools are the IPPools and "used" counts their rese
 with --db they are the embedded store's pools, each with the range of the last config that
 claimed in it (a file written by a netpool that did not record ranges shows its range as unknown
 until the next claim). --watch prints the list again whenever it changes, until interrupted.
+-o wide adds each pool's window, gateway, number of excluded CIDRs and (in a cluster) its Ready
+condition; -o json and -o yaml print the PoolList document of docs/cli-output.md.
 
-  netpoolctl pools
-  NAME       NETWORK   RANGE         CAPACITY   USED   FREE   UTIL    AGE
-  macvlan1   tenant-a  10.1.0.0/24   253        3      250    1.2%    5d
+    $ netpoolctl pools
+    NAME        NETWORK       RANGE           CAPACITY   USED   FREE   UTIL    AGE
+    ctlview-a   ctlview-net   10.78.0.0/28    9          2      7      22.2%   10h
+    ctlview-b   ctlview-net   fd00:78::/120   255        1      254    0.4%    10h
 
-  netpoolctl --db /var/lib/cni/netpool/netpool.db pools -o wide
-  netpoolctl pools --watch`,
+    $ netpoolctl --db /var/lib/cni/netpool/netpool.db pools -o wide
+    $ netpoolctl pools --watch --network ctlview-net`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f, err := parseFormat(opts.output)

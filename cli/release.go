@@ -45,11 +45,18 @@ It asks for confirmation on its standard input unless --yes; any answer but y or
 nothing. In a cluster it releases through the controller's conditional delete, on the
 reservation's UID, so an address claimed anew by an ADD meanwhile is never touched; with --db it
 releases in one transaction of the store, only if the same attachment still holds the address
-since the same time.
+since the same time. It exits non-zero when it released nothing, or less than it was asked to.
+-o json and -o yaml print the Release document of docs/cli-output.md.
 
-  netpoolctl release 10.1.0.7
-  netpoolctl release --pod shop/web-0 --interface net1 --yes
-  netpoolctl --db /var/lib/cni/netpool/netpool.db release 10.1.0.7 --force`,
+    $ netpoolctl release 10.78.0.5
+    About to release 1 address(es):
+      10.78.0.5 in pool ctlview-a, held by pod ctlview/gone-0, container ctr-gone-0-net1 interface net1 on node node-b
+    Release? [y/N] y
+    ADDRESS     POOL        POD              INTERFACE   NODE     RESULT
+    10.78.0.5   ctlview-a   ctlview/gone-0   net1        node-b   Released
+
+    $ netpoolctl release --pod shop/web-0 --interface net1 --yes
+    $ netpoolctl --db /var/lib/cni/netpool/netpool.db release 10.77.0.2 --force`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f, err := parseFormat(opts.output)

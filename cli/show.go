@@ -28,13 +28,19 @@ func newShow(opts *options) *cobra.Command {
 as tenant-a/10.1.0.0/24, as pools prints it): each address with the pod holding it, its
 interface, node and age; -o wide adds the pod UID, the CNI container ID and the CNI network.
 --slices lists, after them, the pool's node slices (IPPoolSlices: the block each node allocates
-from, and how many addresses it holds); an embedded store has none.
+from, and how many addresses it holds); an embedded store has none. -o json and -o yaml print
+the PoolAllocations document of docs/cli-output.md.
 
-  netpoolctl show macvlan1
-  ADDRESS    POD          INTERFACE   NODE     AGE
-  10.1.0.2   shop/web-0   net1        node-a   5d
+    $ netpoolctl show ctlview-a --slices
+    ADDRESS     POD              INTERFACE   NODE     AGE
+    10.78.0.2   ctlview/web-0    net1        node-a   10h
+    10.78.0.5   ctlview/gone-0   net1        node-b   10h
 
-  netpoolctl show macvlan1 --slices -o yaml`,
+    SLICE         RANGE          NODE     USED   AGE
+    ctlview-a.0   10.78.0.0/30   node-a   1      10h
+    ctlview-a.1   10.78.0.4/30   node-b   1      10h
+
+    $ netpoolctl --db /var/lib/cni/netpool/netpool.db show tenant-a/10.77.0.0/28 -o yaml`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f, err := parseFormat(opts.output)

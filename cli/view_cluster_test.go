@@ -88,11 +88,15 @@ func newClusterFixture(t *testing.T) *clusterFixture {
 func (f *clusterFixture) create(t *testing.T, obj client.Object) {
 	t.Helper()
 	ctx := context.Background()
-	if err := f.c.Create(ctx, obj); err != nil {
-		if _, ns := obj.(*corev1.Namespace); !(ns && apierrors.IsAlreadyExists(err)) {
-			t.Fatal(err)
-		}
-		return // envtest runs no namespace controller: a namespace is never gone, and is kept
+	_, isNS := obj.(*corev1.Namespace)
+	err := f.c.Create(ctx, obj)
+	switch {
+	case isNS && (err == nil || apierrors.IsAlreadyExists(err)):
+		// envtest runs no namespace controller: a deleted namespace would stay Terminating and
+		// refuse the next test's pods, so the namespace is kept.
+		return
+	case err != nil:
+		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		if err := f.c.Delete(ctx, obj, client.GracePeriodSeconds(0)); err != nil && !apierrors.IsNotFound(err) {

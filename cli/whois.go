@@ -44,11 +44,16 @@ pool whose range contains the address and that does not hold it, it says what th
 the pool, naming the range, window or exclusion that decides it: Free, Excluded, Gateway,
 Reserved (the network or broadcast address) or OutsideWindow (before rangeStart or after
 rangeEnd). An address that another pool of the same network holds is Held there too: a network
-is one address space. An address outside every pool is an error.
+is one address space. An address outside every pool is an error. -o json and -o yaml print the
+Whois document of docs/cli-output.md.
 
-  netpoolctl whois 10.1.0.2
-  ADDRESS    POOL       STATE   POD          INTERFACE   NODE     AGE   DETAIL
-  10.1.0.2   macvlan1   Held    shop/web-0   net1        node-a   5d    <none>`,
+    $ netpoolctl whois 10.78.0.2
+    ADDRESS     POOL        STATE   POD             INTERFACE   NODE     AGE   DETAIL
+    10.78.0.2   ctlview-a   Held    ctlview/web-0   net1        node-a   10h   <none>
+
+    $ netpoolctl whois 10.78.0.9
+    ADDRESS     POOL        STATE      POD      INTERFACE   NODE     AGE      DETAIL
+    10.78.0.9   ctlview-a   Excluded   <none>   <none>      <none>   <none>   10.78.0.9 is excluded from range 10.78.0.0/28 by 10.78.0.8-10.78.0.11`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f, err := parseFormat(opts.output)

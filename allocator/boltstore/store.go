@@ -6,7 +6,8 @@
 //
 //	pools/<pool>/alloc    address -> record of its holder
 //	pools/<pool>/used     first address of an allocated run -> last address of that run
-//	pools/<pool>/meta     "cursor" -> last address claimed (round-robin)
+//	pools/<pool>/meta     "cursor" -> last address claimed (round-robin); "range" -> the range of
+//	                      the last config that claimed, "created" -> its first claim (poolrange.go)
 //	scopes/<scope>/used   allocated runs across every pool of one overlap scope
 //	owners                pool \x00 containerID \x00 ifName -> address
 //
