@@ -156,6 +156,16 @@ func TestBoltRelease(t *testing.T) {
 			t.Fatal("another pod's address was released")
 		}
 	})
+	t.Run("every format prints what it released", func(t *testing.T) {
+		for _, format := range goldenFormats {
+			db := boltFixture(t)
+			out, _, err := runView(t, now, "", "--db", db, "-o", format, "release", "10.77.0.2", "--force", "--yes")
+			if err != nil {
+				t.Fatal(err)
+			}
+			assertGolden(t, "bolt/release-ip."+format, normalise(out))
+		}
+	})
 	t.Run("an address nobody holds", func(t *testing.T) {
 		_, _, err := runView(t, now, "", "--db", db, "release", "10.77.0.2", "--force", "--yes")
 		if err == nil || !strings.Contains(err.Error(), "no allocation of 10.77.0.2") {

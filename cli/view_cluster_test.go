@@ -225,6 +225,17 @@ func TestClusterViews(t *testing.T) {
 		if f.held(t, "10.78.0.5") || !f.held(t, "10.78.0.2") {
 			t.Fatal("release did not release exactly 10.78.0.5")
 		}
+		for _, format := range goldenFormats[1:] {
+			f.reserve(t, ctlPoolA, "10.78.0.5", "gone-0", "uid-gone-0", "net1", "node-b")
+			out, _, err := run(t, "", "-o", format, "release", "10.78.0.5", "--yes")
+			if err != nil {
+				t.Fatal(err)
+			}
+			assertGolden(t, "cluster/release."+format, normalise(out, f.replace...))
+			if f.held(t, "10.78.0.5") {
+				t.Fatalf("-o %s: not released", format)
+			}
+		}
 	})
 	t.Run("release --pod --interface --force of a live owner", func(t *testing.T) {
 		out, _, err := run(t, "", "-o", "yaml", "release", "--pod", ctlNS+"/web-0", "--interface", "net2", "--force", "--yes")

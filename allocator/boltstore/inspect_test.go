@@ -192,3 +192,31 @@ func FuzzDecodeRange(f *testing.F) {
 		}
 	})
 }
+
+// TestPoolsWithoutARange: a pool whose meta bucket has no range (a file from before ranges were
+// recorded) or an unreadable one lists with the reason, and its allocations still count.
+func TestPoolsWithoutARange(t *testing.T) {
+	s, _ := mustOpen(t)
+	if _, err := allocator.New(s).Add(context.Background(), mustConfig(t, `{"range":"10.0.0.0/30"}`), owner(1)); err != nil {
+		t.Fatal(err)
+	}
+	for value, want := range map[string]string{"": "no range recorded", `{"range":"10.0.0.0/33"}`: "does not parse"} {
+		err := s.db.Update(func(tx *bolt.Tx) error {
+			mb := tx.Bucket(bucketPools).Bucket([]byte("10.0.0.0/30")).Bucket(bucketMeta)
+			if value == "" {
+				return mb.Delete(keyRange)
+			}
+			return mb.Put(keyRange, []byte(value))
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		infos, err := s.Pools()
+		if err != nil || len(infos) != 1 {
+			t.Fatalf("Pools = %v, %v", infos, err)
+		}
+		if infos[0].RangeErr == nil || !strings.Contains(infos[0].RangeErr.Error(), want) || infos[0].Allocated != 1 {
+			t.Fatalf("range %q: %+v, want RangeErr saying %q", value, infos[0], want)
+		}
+	}
+}
