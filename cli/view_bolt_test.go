@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	bolt "go.etcd.io/bbolt"
+
 	"github.com/netpool/netpool/allocator"
 	"github.com/netpool/netpool/allocator/boltstore"
 	"github.com/netpool/netpool/ipam"
@@ -237,5 +239,42 @@ func TestBoltBadArguments(t *testing.T) {
 		if _, err := os.Lstat(p); !errors.Is(err, fs.ErrNotExist) {
 			t.Fatalf("%s was created (%v)", p, err)
 		}
+	}
+}
+
+// TestBoltPoolWithoutRecordedRange: a pool whose file records no range (written before netpool
+// recorded them) lists its CIDR and count with the range unknown, and whois says so.
+func TestBoltPoolWithoutRecordedRange(t *testing.T) {
+	db := boltFixture(t)
+	raw, err := bolt.Open(db, 0o600, &bolt.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = raw.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket([]byte("pools")).Bucket([]byte("192.168.77.0/29")).Bucket([]byte("meta")).Delete([]byte("range"))
+	})
+	if cerr := raw.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := viewClock()
+	out, _, err := runView(t, now, "", "--db", db, "pools")
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := ""
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "192.168.77.0/29 ") {
+			row = strings.Join(strings.Fields(l), " ")
+		}
+	}
+	if row != "192.168.77.0/29 <none> 192.168.77.0/29 <none> 1 <none> <none> 10h" {
+		t.Fatalf("row %q in\n%s", row, out)
+	}
+	out, _, err = runView(t, now, "", "--db", db, "whois", "192.168.77.2", "-o", "json")
+	if err != nil || !strings.Contains(out, `"state": "Unknown"`) || !strings.Contains(out, "no range recorded") {
+		t.Fatalf("whois = %s, %v", out, err)
 	}
 }

@@ -89,6 +89,9 @@ func timePtr(t time.Time) *time.Time {
 func viewOfPool(p inventory.Pool) poolView {
 	v := poolView{Name: p.Name, Network: p.Network, Used: p.Used, Ready: p.Ready, RangeError: p.RangeErr, Created: timePtr(p.Created)}
 	if p.Model == nil {
+		if p.Subnet.IsValid() {
+			v.Range = p.Subnet.String()
+		}
 		return v
 	}
 	r := p.Model.Range

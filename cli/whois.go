@@ -16,6 +16,8 @@ import (
 const (
 	stateHeld = "Held"
 	stateFree = "Free"
+	// stateUnknown: the pool's range is unknown (see its rangeError), so only its CIDR is.
+	stateUnknown = "Unknown"
 )
 
 // whoisDoc is the document of whois.
@@ -135,7 +137,14 @@ func whois(addr netip.Addr, pools []inventory.Pool, as []inventory.Allocation) [
 		}
 	}
 	for _, p := range pools {
-		if p.Model == nil || heldIn[p.Name] {
+		if heldIn[p.Name] {
+			continue
+		}
+		if p.Model == nil {
+			if p.Subnet.Contains(addr) {
+				out = append(out, whoisView{Pool: p.Name, Network: p.Network, State: stateUnknown,
+					Detail: fmt.Sprintf("%s is in range %s, whose window and exclusions are unknown: %s", addr, p.Subnet, p.RangeErr)})
+			}
 			continue
 		}
 		class, reason := p.Model.Classify(addr)
@@ -162,8 +171,8 @@ func whois(addr netip.Addr, pools []inventory.Pool, as []inventory.Allocation) [
 func outsideEveryPool(addr netip.Addr, pools []inventory.Pool) error {
 	var ranges []string
 	for _, p := range pools {
-		if p.Model != nil {
-			ranges = append(ranges, p.Name+" ("+p.Model.Range.Subnet.String()+")")
+		if p.Subnet.IsValid() {
+			ranges = append(ranges, p.Name+" ("+p.Subnet.String()+")")
 		}
 	}
 	return fmt.Errorf("%s is outside every pool: %s", addr, poolNames(ranges))

@@ -2,6 +2,7 @@ package inventory
 
 import (
 	"context"
+	"net/netip"
 	"strings"
 
 	"github.com/netpool/netpool/allocator"
@@ -30,6 +31,7 @@ func (b *Bolt) Pools(context.Context) ([]Pool, error) {
 	out := make([]Pool, 0, len(infos))
 	for _, info := range infos {
 		p := Pool{Name: info.Key, Network: networkOf(info.Key), Used: int64(info.Allocated), Created: info.Created}
+		p.Subnet, _ = netip.ParsePrefix(strings.TrimPrefix(info.Key, p.Network+"/"))
 		switch obj, err := ippool.Derive(p.Network, info.Range, true); {
 		case info.RangeErr != nil:
 			p.RangeErr = info.RangeErr.Error()
@@ -39,6 +41,8 @@ func (b *Bolt) Pools(context.Context) ([]Pool, error) {
 			obj.Name = info.Key
 			if p.Model, err = ippool.Parse(obj); err != nil {
 				p.RangeErr = err.Error()
+			} else {
+				p.Subnet = p.Model.Range.Subnet
 			}
 		}
 		out = append(out, p)

@@ -61,8 +61,9 @@ func (c *Cluster) Pools(ctx context.Context) ([]Pool, error) {
 		p := Pool{Name: obj.Name, Network: obj.Spec.NetworkName, Used: used[obj.Name], Created: obj.CreationTimestamp.Time}
 		if model, err := ippool.Parse(obj); err != nil {
 			p.RangeErr = err.Error()
+			p.Subnet, _ = netip.ParsePrefix(obj.Spec.Range)
 		} else {
-			p.Model = model
+			p.Model, p.Subnet = model, model.Range.Subnet
 		}
 		if cond := meta.FindStatusCondition(obj.Status.Conditions, ipamv1.IPPoolReadyCondition); cond != nil {
 			p.Ready = string(cond.Status)

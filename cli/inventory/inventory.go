@@ -45,6 +45,9 @@ type Pool struct {
 	// RangeErr saying why.
 	Model    *ippool.Pool
 	RangeErr string
+	// Subnet is the pool's CIDR, known even when the rest of its range is not (from the IPPool's
+	// spec.range, or the embedded pool key); invalid when not even that is.
+	Subnet netip.Prefix
 	// Used is the number of addresses held in the pool.
 	Used int64
 	// Ready is the pool's Ready condition ("True", "False: <reason>"), "" when there is none.
