@@ -24,8 +24,8 @@ func newPools(opts *options) *cobra.Command {
 and any network or broadcast address), the addresses held now, the addresses free and the
 utilisation. In a cluster the pools are the IPPools and "used" counts their reservations live;
 with --db they are the embedded store's pools, each with the range of the last config that
-claimed in it (a file written by a netpool that did not record ranges shows its range as unknown
-until the next claim). --watch prints the list again whenever it changes, until interrupted.
+claimed in it (a pool of a file written before netpool recorded ranges shows only its CIDR, and
+no capacity, until its next claim). --watch prints the list again whenever it changes, until interrupted.
 -o wide adds each pool's window, gateway, number of excluded CIDRs and (in a cluster) its Ready
 condition; -o json and -o yaml print the PoolList document of docs/cli-output.md.
 
@@ -45,16 +45,29 @@ condition; -o json and -o yaml print the PoolList document of docs/cli-output.md
 			if interval <= 0 {
 				return fmt.Errorf("--watch-interval must be positive, not %s", interval)
 			}
-			// Each rendering opens the source anew, so a watch on a bbolt file holds its lock only
-			// while it reads, never between polls.
-			render := func(ctx context.Context) ([]byte, error) {
-				src, err := opts.source()
-				if err != nil {
-					return nil, err
+			embedded, err := opts.embedded()
+			if err != nil {
+				return err
+			}
+			// A bbolt file is opened anew for each rendering, so a watch holds its lock only while
+			// it reads, never between polls; a cluster's client is made once.
+			var cluster inventory.Source
+			if !embedded {
+				if cluster, err = opts.source(); err != nil {
+					return err
 				}
-				defer src.Close()
+				defer cluster.Close()
+			}
+			render := func(ctx context.Context) ([]byte, error) {
+				src := cluster
+				if embedded {
+					if src, err = opts.source(); err != nil {
+						return nil, err
+					}
+					defer src.Close()
+				}
 				var b bytes.Buffer
-				err = printPools(ctx, &b, f, opts.now(), src, network)
+				err := printPools(ctx, &b, f, opts.now(), src, network)
 				return b.Bytes(), err
 			}
 			if !watch {

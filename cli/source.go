@@ -9,8 +9,9 @@ import (
 )
 
 // source opens where the allocations live: the bbolt file of --db (never created: a missing or
-// corrupt file is an error and stays as it is) or the cluster. A release in the cluster judges
-// owners with the controller's default GC grace period.
+// corrupt file is an error and stays as it is; --request-timeout bounds the wait for its lock,
+// as it bounds a request to a cluster) or the cluster. A release in the cluster judges owners
+// with the controller's default GC grace period.
 func (o *options) source() (inventory.Source, error) {
 	embedded, err := o.embedded()
 	if err != nil {
