@@ -20,8 +20,8 @@ import (
 const creatingSuffix = ".creating"
 
 // prepare makes path ready for bolt.Open, under the sidecar lock: a missing (or empty) database is
-// created whole, when mayCreate (else refused); an existing one must be a regular file, not a symbolic link, that validateFile
-// accepts.
+// created whole when mayCreate, and refused otherwise; an existing one must be a regular file, not
+// a symbolic link, that validateFile accepts.
 //
 // bbolt would follow a symbolic link and initialise whatever empty file it points at, and would
 // map a truncated file past its end; bbolt's own creation writes the file in place, so a full disk
