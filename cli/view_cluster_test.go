@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/netip"
@@ -290,4 +291,70 @@ current-context: gone
 			t.Fatalf("err = %v", err)
 		}
 	})
+}
+
+// TestClusterNotServing: a pool that hands out nothing now says why, by the agent's own rules:
+// an inline pool overlapping an operator's pool of its network yields to it (before the
+// controller has judged), and a pool the controller found invalid is not Ready. whois says a
+// free address of such a pool is not handed out.
+func TestClusterNotServing(t *testing.T) {
+	f := &clusterFixture{env: envtest.Shared(t)}
+	f.c = f.env.Client
+	ctx := context.Background()
+	const network = "ctlview-ovl"
+	f.create(t, &ipamv1.IPPool{ObjectMeta: metav1.ObjectMeta{Name: "ctlview-ovl-operator"}, Spec: ipamv1.IPPoolSpec{
+		Range: "10.79.1.0/28", NetworkName: network,
+	}})
+	f.create(t, &ipamv1.IPPool{
+		ObjectMeta: metav1.ObjectMeta{Name: "ctlview-ovl-inline", Labels: map[string]string{ipamv1.DerivedLabel: ipamv1.DerivedLabelValue}},
+		Spec:       ipamv1.IPPoolSpec{Range: "10.79.1.0/29", NetworkName: network},
+	})
+	invalid := &ipamv1.IPPool{ObjectMeta: metav1.ObjectMeta{Name: "ctlview-ovl-invalid"}, Spec: ipamv1.IPPoolSpec{
+		Range: "10.79.2.0/28", NetworkName: network,
+	}}
+	f.create(t, invalid)
+	meta.SetStatusCondition(&invalid.Status.Conditions, metav1.Condition{
+		Type: ipamv1.IPPoolReadyCondition, Status: metav1.ConditionFalse, Reason: ipamv1.IPPoolInvalidSpecReason, Message: "planted by the test",
+	})
+	if err := f.c.Status().Update(ctx, invalid); err != nil {
+		t.Fatal(err)
+	}
+	kc := "--kubeconfig=" + f.env.Kubeconfig
+	out, _, err := runView(t, viewClock(), "", kc, "pools", "--network", network, "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc poolList
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"ctlview-ovl-inline":   "overlaps IPPool ctlview-ovl-operator (10.79.1.1-10.79.1.14, an operator's pool)",
+		"ctlview-ovl-invalid":  "is not Ready (InvalidSpec): planted by the test",
+		"ctlview-ovl-operator": "",
+	}
+	if len(doc.Items) != len(want) {
+		t.Fatalf("pools: %s", out)
+	}
+	for _, p := range doc.Items {
+		if w := want[p.Name]; (w == "") != (p.NotServing == "") || !strings.Contains(p.NotServing, w) {
+			t.Errorf("%s: notServing %q, want %q", p.Name, p.NotServing, w)
+		}
+	}
+	out, _, err = runView(t, viewClock(), "", kc, "whois", "10.79.1.3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := map[string]bool{}
+	for _, l := range strings.Split(out, "\n")[1:] {
+		if fields := strings.Fields(l); len(fields) > 2 && fields[2] == "Free" {
+			refused[fields[1]] = strings.Contains(l, "hands out nothing now")
+		}
+	}
+	if r, ok := refused["ctlview-ovl-inline"]; !ok || !r {
+		t.Fatalf("whois does not say the inline pool hands out nothing:\n%s", out)
+	}
+	if r, ok := refused["ctlview-ovl-operator"]; !ok || r {
+		t.Fatalf("whois does not say the operator's pool serves:\n%s", out)
+	}
 }

@@ -45,6 +45,8 @@ type poolView struct {
 	UtilizationPercent *float64 `json:"utilizationPercent,omitempty"`
 	// Ready is the IPPool's Ready condition (cluster only).
 	Ready string `json:"ready,omitempty"`
+	// NotServing says why the pool hands out no address now (cluster only).
+	NotServing string `json:"notServing,omitempty"`
 	// RangeError says why the range, and so capacity and free, is unknown.
 	RangeError string     `json:"rangeError,omitempty"`
 	Created    *time.Time `json:"created,omitempty"`
@@ -87,7 +89,7 @@ func timePtr(t time.Time) *time.Time {
 }
 
 func viewOfPool(p inventory.Pool) poolView {
-	v := poolView{Name: p.Name, Network: p.Network, Used: p.Used, Ready: p.Ready, RangeError: p.RangeErr, Created: timePtr(p.Created)}
+	v := poolView{Name: p.Name, Network: p.Network, Used: p.Used, Ready: p.Ready, NotServing: p.NotServing, RangeError: p.RangeErr, Created: timePtr(p.Created)}
 	if p.Model == nil {
 		if p.Subnet.IsValid() {
 			v.Range = p.Subnet.String()

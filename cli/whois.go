@@ -162,6 +162,9 @@ func whois(addr netip.Addr, pools []inventory.Pool, as []inventory.Allocation) [
 				}
 			}
 		}
+		if m.State == stateFree && p.NotServing != "" {
+			m.Detail += ", but the pool hands out nothing now: " + p.NotServing
+		}
 		out = append(out, m)
 	}
 	return out

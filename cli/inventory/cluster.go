@@ -64,6 +64,11 @@ func (c *Cluster) Pools(ctx context.Context) ([]Pool, error) {
 			p.Subnet, _ = netip.ParsePrefix(obj.Spec.Range)
 		} else {
 			p.Model, p.Subnet = model, model.Range.Subnet
+			if err := ippool.Serving(obj); err != nil {
+				p.NotServing = err.Error()
+			} else if text := ippool.OverlapText(model, list.Items); text != "" {
+				p.NotServing = text
+			}
 		}
 		if cond := meta.FindStatusCondition(obj.Status.Conditions, ipamv1.IPPoolReadyCondition); cond != nil {
 			p.Ready = string(cond.Status)

@@ -50,9 +50,13 @@ type Pool struct {
 	Subnet netip.Prefix
 	// Used is the number of addresses held in the pool.
 	Used int64
-	// Ready is the pool's Ready condition ("True", "False: <reason>"), "" when there is none.
-	Ready   string
-	Created time.Time
+	// Ready is the pool's Ready condition ("True", "False (<reason>)"), "" when there is none.
+	Ready string
+	// NotServing says why the pool hands out nothing now, by the agent's own rules: the
+	// controller's verdict (ippool.Serving) or, before the controller has judged, an overlap
+	// with a peer that the pool yields to (ippool.OverlapText); "" when it serves. Cluster only.
+	NotServing string
+	Created    time.Time
 }
 
 // Allocation is one held address.
