@@ -119,7 +119,7 @@ func printPools(ctx context.Context, w *bytes.Buffer, f format, now time.Time, s
 	if err != nil {
 		return err
 	}
-	doc := poolList{header: newHeader("PoolList", src), Items: []poolView{}}
+	doc := poolList{docHeader: newDocHeader("PoolList", src), Items: []poolView{}}
 	t := &table{columns: []column{
 		{header: "name"}, {header: "network"}, {header: "range"}, {header: "capacity"}, {header: "used"},
 		{header: "free"}, {header: "util"}, {header: "window", wide: true}, {header: "gateway", wide: true},

@@ -14,7 +14,7 @@ import (
 
 // releaseDoc is the document of release.
 type releaseDoc struct {
-	header
+	docHeader
 	// Released are the allocations this call released.
 	Released []allocationView `json:"released"`
 	// Unchanged are those it found released or claimed anew meanwhile, and left alone.
@@ -97,7 +97,7 @@ func (rf releaseFlags) matcher(args []string) (func(inventory.Allocation) bool, 
 	}
 	inPool := func(a inventory.Allocation) bool { return rf.pool == "" || a.Pool == rf.pool }
 	if len(args) == 1 {
-		addr, err := parseIP(args[0])
+		addr, err := parseAddrArg(args[0])
 		if err != nil {
 			return nil, err
 		}
@@ -155,18 +155,18 @@ func runRelease(cmd *cobra.Command, src inventory.Source, f format, rf releaseFl
 			return fmt.Errorf("failed to judge the owner of %s: %w; nothing released", a.Address, err)
 		}
 		if ok {
-			alive = append(alive, fmt.Sprintf("%s (pool %s, %s): %s", a.Address, a.Pool, holder(a), why))
+			alive = append(alive, fmt.Sprintf("%s (pool %s, %s): %s", a.Address, a.Pool, releaseHolder(a), why))
 		}
 	}
 	if len(alive) > 0 && !rf.force {
 		return fmt.Errorf("refusing to release while the owner is alive; nothing released (--force releases anyway):\n  %s", strings.Join(alive, "\n  "))
 	}
 	if !rf.yes {
-		if err := confirm(cmd.InOrStdin(), cmd.ErrOrStderr(), picked); err != nil {
+		if err := confirmRelease(cmd.InOrStdin(), cmd.ErrOrStderr(), picked); err != nil {
 			return err
 		}
 	}
-	doc := releaseDoc{header: newHeader("Release", src), Released: []allocationView{}}
+	doc := releaseDoc{docHeader: newDocHeader("Release", src), Released: []allocationView{}}
 	t := &table{columns: []column{
 		{header: "address"}, {header: "pool"}, {header: "pod"}, {header: "interface"}, {header: "node"},
 		{header: "container", wide: true}, {header: "pod uid", wide: true}, {header: "result"},
@@ -199,7 +199,7 @@ func runRelease(cmd *cobra.Command, src inventory.Source, f format, rf releaseFl
 	return nil
 }
 
-func holder(a inventory.Allocation) string {
+func releaseHolder(a inventory.Allocation) string {
 	s := "container " + a.ContainerID + " interface " + a.Interface
 	if pod := a.Pod(); pod != "" {
 		s = "pod " + pod + ", " + s
@@ -210,11 +210,11 @@ func holder(a inventory.Allocation) string {
 	return s
 }
 
-// confirm asks on errOut and reads one line of in: only y or yes goes on.
-func confirm(in io.Reader, errOut io.Writer, picked []inventory.Allocation) error {
+// confirmRelease asks on errOut and reads one line of in: only y or yes goes on.
+func confirmRelease(in io.Reader, errOut io.Writer, picked []inventory.Allocation) error {
 	fmt.Fprintf(errOut, "About to release %d address(es):\n", len(picked))
 	for _, a := range picked {
-		fmt.Fprintf(errOut, "  %s in pool %s, held by %s\n", a.Address, a.Pool, holder(a))
+		fmt.Fprintf(errOut, "  %s in pool %s, held by %s\n", a.Address, a.Pool, releaseHolder(a))
 	}
 	fmt.Fprint(errOut, "Release? [y/N] ")
 	line, err := bufio.NewReader(io.LimitReader(in, 1024)).ReadString('\n')

@@ -12,7 +12,7 @@ import (
 
 // poolDetail is the document of show.
 type poolDetail struct {
-	header
+	docHeader
 	Pool        poolView         `json:"pool"`
 	Allocations []allocationView `json:"allocations"`
 	// Slices are the pool's node slices, with --slices only.
@@ -68,7 +68,7 @@ the PoolAllocations document of docs/cli-output.md.
 				}
 			}
 			now := opts.now()
-			doc := poolDetail{header: newHeader("PoolAllocations", src), Pool: viewOfPool(pool), Allocations: []allocationView{}}
+			doc := poolDetail{docHeader: newDocHeader("PoolAllocations", src), Pool: viewOfPool(pool), Allocations: []allocationView{}}
 			t := &table{columns: []column{
 				{header: "address"}, {header: "pod"}, {header: "interface"}, {header: "node"},
 				{header: "pod uid", wide: true}, {header: "container", wide: true}, {header: "network", wide: true}, {header: "age"},

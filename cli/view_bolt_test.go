@@ -70,7 +70,7 @@ func TestBoltViewsGolden(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%v (stderr %q)", err, errOut)
 				}
-				assertGolden(t, "bolt/"+tc.name+"."+f, normalise(out))
+				assertGolden(t, "bolt/"+tc.name+"."+f, normaliseGolden(out))
 			})
 		}
 	}
@@ -150,7 +150,7 @@ func TestBoltRelease(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		assertGolden(t, "bolt/release-pod.json", normalise(out))
+		assertGolden(t, "bolt/release-pod.json", normaliseGolden(out))
 		if held("10.77.0.3") || held("fd00:77::2") {
 			t.Fatal("the pod's addresses are still held")
 		}
@@ -165,7 +165,7 @@ func TestBoltRelease(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			assertGolden(t, "bolt/release-ip."+format, normalise(out))
+			assertGolden(t, "bolt/release-ip."+format, normaliseGolden(out))
 		}
 	})
 	t.Run("an address nobody holds", func(t *testing.T) {

@@ -158,7 +158,7 @@ func TestClusterViews(t *testing.T) {
 					if err != nil {
 						t.Fatalf("%v (stderr %q)", err, errOut)
 					}
-					assertGolden(t, "cluster/"+tc.name+"."+format, normalise(out, f.replace...))
+					assertGolden(t, "cluster/"+tc.name+"."+format, normaliseGolden(out, f.replace...))
 				})
 			}
 		}
@@ -232,7 +232,7 @@ func TestClusterViews(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			assertGolden(t, "cluster/release."+format, normalise(out, f.replace...))
+			assertGolden(t, "cluster/release."+format, normaliseGolden(out, f.replace...))
 			if f.held(t, "10.78.0.5") {
 				t.Fatalf("-o %s: not released", format)
 			}
@@ -243,7 +243,7 @@ func TestClusterViews(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		assertGolden(t, "cluster/release-pod.yaml", normalise(out, f.replace...))
+		assertGolden(t, "cluster/release-pod.yaml", normaliseGolden(out, f.replace...))
 		if f.held(t, "fd00:78::2") || !f.held(t, "10.78.0.2") {
 			t.Fatal("release did not release exactly the pod's net2 address")
 		}

@@ -26,9 +26,9 @@ func runView(t *testing.T, now time.Time, stdin string, args ...string) (string,
 
 var timestampRE = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z`)
 
-// normalise replaces the real timestamps of json and yaml output, and the strings of replace
+// normaliseGolden replaces the real timestamps of json and yaml output, and the strings of replace
 // (pairs: real, stable), so golden files stay the same from run to run.
-func normalise(s string, replace ...string) string {
+func normaliseGolden(s string, replace ...string) string {
 	s = timestampRE.ReplaceAllString(s, "2030-01-02T03:04:05Z")
 	return strings.NewReplacer(replace...).Replace(s)
 }

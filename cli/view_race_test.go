@@ -15,7 +15,7 @@ import (
 	"github.com/netpool/netpool/ipam"
 )
 
-func find(t *testing.T, as []inventory.Allocation, addr string) inventory.Allocation {
+func findAllocation(t *testing.T, as []inventory.Allocation, addr string) inventory.Allocation {
 	t.Helper()
 	for _, a := range as {
 		if a.Address == netip.MustParseAddr(addr) {
@@ -36,7 +36,7 @@ func TestClusterReleaseSparesAClaimMadeAnew(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stale := find(t, as, "10.78.0.5")
+	stale := findAllocation(t, as, "10.78.0.5")
 	key := client.ObjectKey{Name: ipamv1.ReservationName(ctlNetwork, netip.MustParseAddr("10.78.0.5"))}
 	var r ipamv1.OverlappingRangeIPReservation
 	if err := f.c.Get(ctx, key, &r); err != nil {
@@ -74,7 +74,7 @@ func TestBoltReleaseSparesAClaimMadeAnew(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stale := find(t, as, "192.168.77.4")
+	stale := findAllocation(t, as, "192.168.77.4")
 	c, err := ipam.Load([]byte(`{"cniVersion":"1.1.0","name":"macvlan1","ipam":{"type":"netpool","range":"192.168.77.0/29","range_start":"192.168.77.4"}}`), "IP=192.168.77.4", nil)
 	if err != nil {
 		t.Fatal(err)

@@ -13,19 +13,19 @@ import (
 	"github.com/netpool/netpool/ipam"
 )
 
-// syncBuffer is a bytes.Buffer that a watching command writes while the test reads it.
-type syncBuffer struct {
+// watchBuffer is a bytes.Buffer that a watching command writes while the test reads it.
+type watchBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
 }
 
-func (s *syncBuffer) Write(p []byte) (int, error) {
+func (s *watchBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.Write(p)
 }
 
-func (s *syncBuffer) String() string {
+func (s *watchBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
@@ -36,7 +36,7 @@ func (s *syncBuffer) String() string {
 // context does, and that it printed nothing while nothing changed.
 func watchPools(t *testing.T, args []string, change func()) string {
 	t.Helper()
-	var out, errOut syncBuffer
+	var out, errOut watchBuffer
 	root := newRoot(&out, &errOut, viewClock)
 	root.SetArgs(append(args, "pools", "--watch", "--watch-interval", "20ms"))
 	ctx, cancel := context.WithCancel(context.Background())

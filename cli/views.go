@@ -15,16 +15,16 @@ import (
 // schemaVersion is the apiVersion of every document.
 const schemaVersion = "netpoolctl.netpool.io/v1"
 
-// header opens every document.
-type header struct {
+// docHeader opens every document.
+type docHeader struct {
 	APIVersion string `json:"apiVersion"`
 	Kind       string `json:"kind"`
 	// Source is "cluster" or "bbolt".
 	Source string `json:"source"`
 }
 
-func newHeader(kind string, src inventory.Source) header {
-	return header{APIVersion: schemaVersion, Kind: kind, Source: src.Kind()}
+func newDocHeader(kind string, src inventory.Source) docHeader {
+	return docHeader{APIVersion: schemaVersion, Kind: kind, Source: src.Kind()}
 }
 
 // poolView is one pool.
@@ -53,7 +53,7 @@ type poolView struct {
 }
 
 type poolList struct {
-	header
+	docHeader
 	Items []poolView `json:"items"`
 }
 
@@ -80,7 +80,7 @@ type sliceView struct {
 	Created *time.Time `json:"created,omitempty"`
 }
 
-func timePtr(t time.Time) *time.Time {
+func docTime(t time.Time) *time.Time {
 	if t.IsZero() {
 		return nil
 	}
@@ -89,7 +89,7 @@ func timePtr(t time.Time) *time.Time {
 }
 
 func viewOfPool(p inventory.Pool) poolView {
-	v := poolView{Name: p.Name, Network: p.Network, Used: p.Used, Ready: p.Ready, NotServing: p.NotServing, RangeError: p.RangeErr, Created: timePtr(p.Created)}
+	v := poolView{Name: p.Name, Network: p.Network, Used: p.Used, Ready: p.Ready, NotServing: p.NotServing, RangeError: p.RangeErr, Created: docTime(p.Created)}
 	if p.Model == nil {
 		if p.Subnet.IsValid() {
 			v.Range = p.Subnet.String()
@@ -120,12 +120,12 @@ func viewOfPool(p inventory.Pool) poolView {
 func viewOfAllocation(a inventory.Allocation) allocationView {
 	return allocationView{
 		Address: a.Address.String(), Pool: a.Pool, Namespace: a.Namespace, Pod: a.PodName, PodUID: a.PodUID,
-		ContainerID: a.ContainerID, Interface: a.Interface, Node: a.Node, Network: a.Network, Created: timePtr(a.Created),
+		ContainerID: a.ContainerID, Interface: a.Interface, Node: a.Node, Network: a.Network, Created: docTime(a.Created),
 	}
 }
 
 func viewOfSlice(s inventory.Slice) sliceView {
-	return sliceView{Name: s.Name, Range: s.Range.String(), Node: s.Node, Used: s.Used, Created: timePtr(s.Created)}
+	return sliceView{Name: s.Name, Range: s.Range.String(), Node: s.Node, Used: s.Used, Created: docTime(s.Created)}
 }
 
 // utilization prints a pool's utilisation for a table.

@@ -22,7 +22,7 @@ const (
 
 // whoisDoc is the document of whois.
 type whoisDoc struct {
-	header
+	docHeader
 	Address string      `json:"address"`
 	Matches []whoisView `json:"matches"`
 }
@@ -62,7 +62,7 @@ Whois document of docs/cli-output.md.
 			if err != nil {
 				return err
 			}
-			addr, err := parseIP(args[0])
+			addr, err := parseAddrArg(args[0])
 			if err != nil {
 				return err
 			}
@@ -84,7 +84,7 @@ Whois document of docs/cli-output.md.
 				return outsideEveryPool(addr, pools)
 			}
 			now := opts.now()
-			doc := whoisDoc{header: newHeader("Whois", src), Address: addr.String(), Matches: matches}
+			doc := whoisDoc{docHeader: newDocHeader("Whois", src), Address: addr.String(), Matches: matches}
 			t := &table{columns: []column{
 				{header: "address"}, {header: "pool"}, {header: "state"}, {header: "pod"}, {header: "interface"},
 				{header: "node"}, {header: "network", wide: true}, {header: "container", wide: true}, {header: "pod uid", wide: true},
@@ -110,8 +110,8 @@ Whois document of docs/cli-output.md.
 	}
 }
 
-// parseIP parses an address argument.
-func parseIP(s string) (netip.Addr, error) {
+// parseAddrArg parses an address argument.
+func parseAddrArg(s string) (netip.Addr, error) {
 	a, err := netip.ParseAddr(strings.TrimSpace(s))
 	if err != nil || a.Zone() != "" {
 		return netip.Addr{}, fmt.Errorf("%q is not an IP address (want e.g. 10.1.0.2 or fd00::2)", s)
