@@ -31,10 +31,14 @@ func findAllocation(t *testing.T, as []inventory.Allocation, addr string) invent
 func TestClusterReleaseSparesAClaimMadeAnew(t *testing.T) {
 	f := newClusterFixture(t)
 	ctx := context.Background()
-	src := &inventory.Cluster{Client: f.c, Now: viewClock, Grace: time.Minute}
+	// One reservation per List request: the pages are followed to the end.
+	src := &inventory.Cluster{Client: f.c, Now: viewClock, Grace: time.Minute, PageSize: 1}
 	as, err := src.Allocations(ctx, ctlPoolA)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if len(as) != 2 {
+		t.Fatalf("Allocations of %s = %v, want its 2", ctlPoolA, as)
 	}
 	stale := findAllocation(t, as, "10.78.0.5")
 	key := client.ObjectKey{Name: ipamv1.ReservationName(ctlNetwork, netip.MustParseAddr("10.78.0.5"))}

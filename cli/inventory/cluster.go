@@ -22,6 +22,8 @@ type Cluster struct {
 	// Now and Grace are what the controller's GC policy judges an owner with (gcpolicy.Judge).
 	Now   func() time.Time
 	Grace time.Duration
+	// PageSize is how many reservations one List request returns; 0 means 500.
+	PageSize int64
 }
 
 var _ Source = (*Cluster)(nil)
@@ -32,12 +34,27 @@ func (c *Cluster) Kind() string { return "cluster" }
 // Close does nothing: the client holds no connection of its own to close.
 func (c *Cluster) Close() error { return nil }
 
+// defaultPageSize is how many reservations one List request returns: a cluster holds one object
+// per address, and pages keep each response (and the API server's work for it) bounded.
+const defaultPageSize = 500
+
 func (c *Cluster) reservations(ctx context.Context) ([]ipamv1.OverlappingRangeIPReservation, error) {
-	var list ipamv1.OverlappingRangeIPReservationList
-	if err := c.Client.List(ctx, &list); err != nil {
-		return nil, fmt.Errorf("failed to list OverlappingRangeIPReservations: %w", err)
+	page := c.PageSize
+	if page <= 0 {
+		page = defaultPageSize
 	}
-	return list.Items, nil
+	var out []ipamv1.OverlappingRangeIPReservation
+	cont := ""
+	for {
+		var list ipamv1.OverlappingRangeIPReservationList
+		if err := c.Client.List(ctx, &list, client.Limit(page), client.Continue(cont)); err != nil {
+			return nil, fmt.Errorf("failed to list OverlappingRangeIPReservations: %w", err)
+		}
+		out = append(out, list.Items...)
+		if cont = list.Continue; cont == "" {
+			return out, nil
+		}
+	}
 }
 
 // Pools lists the IPPools with the number of reservations each holds now (counted, not the
