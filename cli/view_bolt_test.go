@@ -278,3 +278,42 @@ func TestBoltPoolWithoutRecordedRange(t *testing.T) {
 		t.Fatalf("whois = %s, %v", out, err)
 	}
 }
+
+// TestBoltReleaseOfAnAddressHeldInTwoNetworks: two networks may hold one address; release asks
+// which (--pool) and then releases that one alone.
+func TestBoltReleaseOfAnAddressHeldInTwoNetworks(t *testing.T) {
+	db := boltFixture(t)
+	s, err := boltstore.Open(db, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := ipam.Load([]byte(`{"cniVersion":"1.1.0","name":"other","ipam":{"type":"netpool","network_name":"tenant-b","range":"10.77.0.0/28"}}`), "IP=10.77.0.2", nil)
+	if err == nil {
+		_, err = allocator.New(s).Add(context.Background(), c, allocator.Owner{ContainerID: "b0", IfName: "net1"})
+	}
+	if cerr := s.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := viewClock()
+	out, _, err := runView(t, now, "", "--db", db, "whois", "10.77.0.2")
+	if err != nil || strings.Count(out, " Held ") != 2 {
+		t.Fatalf("whois = %s, %v; want two holders", out, err)
+	}
+	_, _, err = runView(t, now, "", "--db", db, "release", "10.77.0.2", "--force", "--yes")
+	if err == nil || !strings.Contains(err.Error(), "10.77.0.2 is held in 2 pools (tenant-a/10.77.0.0/28, tenant-b/10.77.0.0/28): name one with --pool; nothing released") {
+		t.Fatalf("err = %v", err)
+	}
+	if out, _, _ := runView(t, now, "", "--db", db, "whois", "10.77.0.2"); strings.Count(out, " Held ") != 2 {
+		t.Fatalf("an ambiguous release released something:\n%s", out)
+	}
+	if _, _, err := runView(t, now, "", "--db", db, "release", "10.77.0.2", "--pool", "tenant-b/10.77.0.0/28", "--force", "--yes"); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err = runView(t, now, "", "--db", db, "whois", "10.77.0.2", "-o", "json")
+	if err != nil || strings.Count(out, `"state": "Held"`) != 1 || !strings.Contains(out, `"containerID": "c0ffee00"`) {
+		t.Fatalf("after releasing tenant-b's: %s, %v", out, err)
+	}
+}
