@@ -31,6 +31,10 @@ func newRoot(out, errOut io.Writer, now func() time.Time) *cobra.Command {
 	root.AddCommand(
 		newInstallCNI(),
 		newVersion(),
+		newPools(opts),
+		newShow(opts),
+		newWhois(opts),
+		newRelease(opts),
 		newLeaks(opts),
 		newCheck(opts),
 	)

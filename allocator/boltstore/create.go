@@ -20,15 +20,17 @@ import (
 const creatingSuffix = ".creating"
 
 // prepare makes path ready for bolt.Open, under the sidecar lock: a missing (or empty) database is
-// created whole; an existing one must be a regular file, not a symbolic link, that validateFile
-// accepts.
+// created whole when mayCreate, and refused otherwise; an existing one must be a regular file, not
+// a symbolic link, that validateFile accepts.
 //
 // bbolt would follow a symbolic link and initialise whatever empty file it points at, and would
 // map a truncated file past its end; bbolt's own creation writes the file in place, so a full disk
 // left a partial file that failed every later call. None of that can happen here.
-func prepare(path string, timeout time.Duration) error {
+func prepare(path string, timeout time.Duration, mayCreate bool) error {
 	fi, err := os.Lstat(path)
 	switch {
+	case errors.Is(err, fs.ErrNotExist) && !mayCreate:
+		return fmt.Errorf("%w: %s does not exist", allocator.ErrStoreUnusable, path)
 	case errors.Is(err, fs.ErrNotExist):
 		return create(path, timeout)
 	case err != nil:
@@ -37,6 +39,8 @@ func prepare(path string, timeout time.Duration) error {
 		return fmt.Errorf("%w: %s is a symbolic link; netpool does not follow it (set bbolt.path to the real file)", allocator.ErrStoreUnusable, path)
 	case !fi.Mode().IsRegular():
 		return fmt.Errorf("%w: %s is not a regular file (%s)", allocator.ErrStoreUnusable, path, fi.Mode().Type())
+	case fi.Size() == 0 && !mayCreate:
+		return fmt.Errorf("%w: %s is empty: it holds no netpool store", allocator.ErrStoreUnusable, path)
 	case fi.Size() == 0:
 		// An empty file holds nothing: create the database beside it and rename it over.
 		return create(path, timeout)

@@ -6,7 +6,8 @@
 //
 //	pools/<pool>/alloc    address -> record of its holder
 //	pools/<pool>/used     first address of an allocated run -> last address of that run
-//	pools/<pool>/meta     "cursor" -> last address claimed (round-robin)
+//	pools/<pool>/meta     "cursor" -> last address claimed (round-robin); "range" -> the range of
+//	                      the last config that claimed, "created" -> its first claim (poolrange.go)
 //	scopes/<scope>/used   allocated runs across every pool of one overlap scope
 //	owners                pool \x00 containerID \x00 ifName -> address
 //
@@ -57,12 +58,18 @@ func Open(path string, timeout time.Duration) (*Store, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("%w: failed to create directory for %s: %w", allocator.ErrStoreUnusable, path, err)
 	}
+	return open(path, timeout, true)
+}
+
+// open opens the store at path; with create false it neither creates the file nor its buckets
+// (OpenExisting).
+func open(path string, timeout time.Duration, create bool) (*Store, error) {
 	deadline := time.Now().Add(timeout)
 	lock, err := acquireLock(path+".lock", deadline)
 	if err != nil {
 		return nil, err
 	}
-	if err := prepare(path, max(time.Until(deadline), time.Millisecond)); err != nil {
+	if err := prepare(path, max(time.Until(deadline), time.Millisecond), create); err != nil {
 		lock.release()
 		return nil, err
 	}
@@ -75,8 +82,15 @@ func Open(path string, timeout time.Duration) (*Store, error) {
 		if err != nil {
 			return err
 		}
-		if err := ensureBuckets(db); err != nil {
+		initialise := ensureBuckets
+		if !create {
+			initialise = checkBuckets
+		}
+		if err := initialise(db); err != nil {
 			_ = db.Close() // the creation error is the one worth reporting
+			if !create {
+				return err
+			}
 			return fmt.Errorf("failed to initialise: %w", err)
 		}
 		return nil

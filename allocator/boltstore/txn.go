@@ -114,6 +114,9 @@ func (t *txn) Claim(_ context.Context, p allocator.Pool, a *allocator.Allocation
 			return fmt.Errorf("%w: %s is held in another pool of overlap scope %q", allocator.ErrAddressInUse, a.Addr, p.Scope)
 		}
 	}
+	if err := recordPool(pb.meta, p.Range, a.Created); err != nil {
+		return err
+	}
 	return t.put(pb, scope, a)
 }
 
@@ -143,6 +146,9 @@ func (t *txn) ClaimNext(_ context.Context, p allocator.Pool, a *allocator.Alloca
 	}
 	a.Addr = got
 	if err := pb.meta.Put(keyCursor, key(got)); err != nil {
+		return err
+	}
+	if err := recordPool(pb.meta, p.Range, a.Created); err != nil {
 		return err
 	}
 	return t.put(pb, scope, a)
