@@ -10,6 +10,7 @@ import (
 
 // checkReport is the json and yaml schema of `netpoolctl check` (docs/cli-output.md).
 type checkReport struct {
+	docHeader
 	// Store is "cluster", or the path of the embedded store that was checked.
 	Store string `json:"store"`
 	// Pools, Allocations and Slices count what was checked (reservations in a cluster, records
@@ -126,7 +127,7 @@ func checkBolt(opts *options) (checkReport, error) {
 	if err != nil {
 		return checkReport{}, err
 	}
-	report := checkReport{Store: opts.db, Pools: v.Pools, Allocations: v.Allocations, Findings: []checkFinding{}}
+	report := checkReport{docHeader: docHeader{APIVersion: schemaVersion, Kind: "CheckReport", Source: "bbolt"}, Store: opts.db, Pools: v.Pools, Allocations: v.Allocations, Findings: []checkFinding{}}
 	for _, f := range v.Findings {
 		report.Findings = append(report.Findings, checkFinding{Kind: string(f.Kind), Object: f.Object, Message: f.Text})
 	}

@@ -55,7 +55,7 @@ func (c *clusterChecker) add(kind, object, format string, args ...any) {
 }
 
 func (c *clusterChecker) run(ctx context.Context) (checkReport, error) {
-	c.report = checkReport{Store: "cluster", Findings: []checkFinding{}}
+	c.report = checkReport{docHeader: docHeader{APIVersion: schemaVersion, Kind: "CheckReport", Source: "cluster"}, Store: "cluster", Findings: []checkFinding{}}
 	var pools ipamv1.IPPoolList
 	var reservations ipamv1.OverlappingRangeIPReservationList
 	var poolSlices ipamv1.IPPoolSliceList

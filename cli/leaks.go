@@ -22,6 +22,7 @@ import (
 
 // leakReport is the json and yaml schema of `netpoolctl leaks` (docs/cli-output.md).
 type leakReport struct {
+	docHeader
 	// Grace is the age below which a reservation is never called leaked, as a Go duration.
 	Grace string `json:"grace"`
 	// Leaks are the leaked reservations, by pool and address.
@@ -111,7 +112,7 @@ Examples:
 				_, err := fmt.Fprintf(cmd.ErrOrStderr(), "No leaked reservations (grace %s).\n", grace)
 				return err
 			}
-			return emit(cmd.OutOrStdout(), f, leakTable(leaks, opts.now()), leakReport{Grace: grace.String(), Leaks: leaks})
+			return emit(cmd.OutOrStdout(), f, leakTable(leaks, opts.now()), leakReport{docHeader: docHeader{APIVersion: schemaVersion, Kind: "LeakList", Source: "cluster"}, Grace: grace.String(), Leaks: leaks})
 		},
 	}
 	cmd.Flags().DurationVar(&grace, "grace", controller.DefaultGCGrace, "a reservation younger than this is never leaked (the controller's --gc-grace)")
