@@ -17,17 +17,30 @@ import (
 // netpool's buckets, is refused before anything is written, so a mistyped path cannot leave a new
 // empty store behind. It takes the same file lock as the plugin, with the same bounded wait.
 func OpenExisting(path string, timeout time.Duration) (*Store, error) {
+	if _, err := statExisting(path); err != nil {
+		return nil, err
+	}
+	// prepare, under the lock, refuses a corrupt file.
+	return open(path, timeout, false)
+}
+
+// statExisting refuses, before anything is opened or created, a path that holds no netpool store a
+// tool may read: missing, empty, a symbolic link (never followed) or not a regular file.
+func statExisting(path string) (fs.FileInfo, error) {
 	fi, err := os.Lstat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, fmt.Errorf("%w: %s does not exist (netpool creates it on the first ADD; check the bbolt.path of the config)", allocator.ErrStoreUnusable, path)
 	case err != nil:
 		return nil, fmt.Errorf("%w: failed to inspect %s: %w", allocator.ErrStoreUnusable, path, err)
-	case fi.Mode().IsRegular() && fi.Size() == 0:
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return nil, fmt.Errorf("%w: %s is a symbolic link; netpool does not follow it (name the real file)", allocator.ErrStoreUnusable, path)
+	case !fi.Mode().IsRegular():
+		return nil, fmt.Errorf("%w: %s is not a regular file (%s)", allocator.ErrStoreUnusable, path, fi.Mode().Type())
+	case fi.Size() == 0:
 		return nil, fmt.Errorf("%w: %s is empty: it holds no netpool store", allocator.ErrStoreUnusable, path)
 	}
-	// prepare, under the lock, refuses links and other file types, and a corrupt file.
-	return open(path, timeout, false)
+	return fi, nil
 }
 
 // checkBuckets refuses a database that lacks netpool's top-level buckets: a bbolt file of some

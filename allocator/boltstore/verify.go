@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net/netip"
 	"os"
 	"slices"
@@ -91,7 +90,7 @@ const maxFindingsPerKind = 10
 // Memory grows with the number of allocations (their addresses are held to compare the indexes),
 // never with the size of a range.
 func Verify(path string, timeout time.Duration) (Verification, error) {
-	db, err := openExisting(path, timeout)
+	db, err := openBoltReadOnly(path, timeout)
 	if err != nil {
 		return Verification{}, err
 	}
@@ -117,22 +116,13 @@ func Verify(path string, timeout time.Duration) (Verification, error) {
 	return v, nil
 }
 
-// openExisting opens path read-only: it refuses what Open would refuse (a symbolic link, a file
+// openBoltReadOnly opens path with bbolt read-only: it refuses what OpenExisting refuses (a symbolic link, a file
 // that is not regular, a file validateFile rejects) and, unlike Open, a missing or empty file,
 // which it never creates. bbolt's shared lock keeps writers out while the file is read.
-func openExisting(path string, timeout time.Duration) (*bolt.DB, error) {
-	fi, err := os.Lstat(path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return nil, fmt.Errorf("%w: %s does not exist", allocator.ErrStoreUnusable, path)
-	case err != nil:
-		return nil, fmt.Errorf("%w: failed to inspect %s: %w", allocator.ErrStoreUnusable, path, err)
-	case fi.Mode()&fs.ModeSymlink != 0:
-		return nil, fmt.Errorf("%w: %s is a symbolic link; netpool does not follow it (name the real file)", allocator.ErrStoreUnusable, path)
-	case !fi.Mode().IsRegular():
-		return nil, fmt.Errorf("%w: %s is not a regular file (%s)", allocator.ErrStoreUnusable, path, fi.Mode().Type())
-	case fi.Size() == 0:
-		return nil, fmt.Errorf("%w: %s is empty: no netpool store has been written there", allocator.ErrStoreUnusable, path)
+func openBoltReadOnly(path string, timeout time.Duration) (*bolt.DB, error) {
+	fi, err := statExisting(path)
+	if err != nil {
+		return nil, err
 	}
 	f, err := openNoFollow(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
