@@ -183,10 +183,10 @@ type IPPoolSpec struct {
 	// allocation. The grammar is bounded (16 characters, at most 6 digits per number) so that no
 	// value overflows a duration.
 	// +optional
-	// +kubebuilder:validation:MinLength=2
+	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=16
-	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]{1,6}([.][0-9]{1,6})?(ns|us|ms|s|m|h))+$')",messageExpression="'reuseCooldown ' + self + ' must be a duration such as 30s or 1h (0s for none)'"
-	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]{1,6}([.][0-9]{1,6})?(ns|us|ms|s|m|h))+$') || duration(self) == duration('0s') || (duration(self) >= duration('1s') && duration(self) <= duration('168h'))",messageExpression="'reuseCooldown ' + self + ' must be 0s (none) or from 1s to 168h'"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^(0|([0-9]{1,6}([.][0-9]{1,6})?(ns|us|ms|s|m|h))+)$')",messageExpression="'reuseCooldown ' + self + ' must be a duration such as 30s or 1h (0s for none)'"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^(0|([0-9]{1,6}([.][0-9]{1,6})?(ns|us|ms|s|m|h))+)$') || self == '0' || duration(self) == duration('0s') || (duration(self) >= duration('1s') && duration(self) <= duration('168h'))",messageExpression="'reuseCooldown ' + self + ' must be 0s (none) or from 1s to 168h'"
 	ReuseCooldown string `json:"reuseCooldown,omitempty"`
 }
 
