@@ -240,9 +240,11 @@ func (t *txn) Claim(ctx context.Context, p allocator.Pool, al *allocator.Allocat
 	if res == taken {
 		return fmt.Errorf("%w: %s in pool %s is held by %s", allocator.ErrAddressInUse, al.Addr, u.state.name, holder)
 	}
-	if res == created && u.state.cooling.has(al.Addr) {
-		// A requested address is granted while it cools, and stops cooling.
-		if err := lockPool(ctx, u.state); err == nil {
+	if res == created {
+		// A requested address is granted while it cools, and stops cooling. Should the lock not
+		// come before the call's end, the entry stays: harmless, as a held address is taken anyway
+		// and a later release starts its cool-down afresh.
+		if lerr := lockPool(ctx, u.state); lerr == nil {
 			u.state.cooling.drop(u.state, al.Addr)
 			unlockPool(u.state)
 		}

@@ -63,8 +63,8 @@ func (f *fixture) releaseRequested(name, fields, id, ip string) netip.Addr {
 // next 100 ADDs (the pool keeps free space) never get it, though each starts its search at X.
 func testCooldownPassesOver(t *testing.T, f *fixture) {
 	clk := withClock(f)
-	const fields = `"range":"10.70.0.0/24","reuseCooldown":"1h"`
-	x := f.releaseRequested("cool", fields, "x", "10.70.0.1")
+	const fields = `"range":"10.75.0.0/24","reuseCooldown":"1h"`
+	x := f.releaseRequested("cool", fields, "x", "10.75.0.1")
 	c := f.config("cool", fields, "")
 	for i := range 100 {
 		clk.set(t0.Add(time.Duration(i) * 30 * time.Second)) // the 100 ADDs span 50 minutes
@@ -164,5 +164,44 @@ func testNoCooldown(t *testing.T, f *fixture) {
 	x := f.releaseRequested("no-cool", fields, "x", "10.74.0.1")
 	if got := f.mustAdd(f.config("no-cool", fields, ""), owner("a")); got != x {
 		t.Errorf("ADD after releasing %s without a cool-down got %s, want %s straight back", x, got, x)
+	}
+}
+
+// testCooldownConcurrent: concurrent ADDs and DELs of one pool under a cool-down never hand one
+// address to two attachments, and nothing fails while the pool has room. Each caller adds, then
+// releases, then adds again, so releases, prunes and claims of cooling addresses interleave.
+func testCooldownConcurrent(t *testing.T, f *fixture) {
+	clk := withClock(f)
+	c := f.config("cool-concurrent", `"range":"10.76.0.0/27","reuseCooldown":"1h"`, "")
+	const callers = 12 // 24 claims in a window of 30: late ones take cooling addresses
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i := range callers {
+		wg.Go(func() {
+			for j := range 2 {
+				id := fmt.Sprintf("c%d-%d", i, j)
+				if _, err := f.add(c, owner(id)); err != nil {
+					t.Errorf("ADD %s: %v", id, err)
+					return
+				}
+				mu.Lock()
+				clk.set(clk.now().Add(time.Second))
+				mu.Unlock()
+				if j == 0 {
+					if _, err := f.del(c, owner(id)); err != nil {
+						t.Errorf("DEL %s: %v", id, err)
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	held := f.held(c, 0)
+	owners := map[allocator.Owner]bool{}
+	for _, al := range held {
+		owners[al.Owner] = true
+	}
+	if len(held) != callers || len(owners) != callers {
+		t.Errorf("pool holds %d addresses for %d owners after %d callers each kept one", len(held), len(owners), callers)
 	}
 }

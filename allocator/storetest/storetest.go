@@ -61,6 +61,7 @@ func Run(t *testing.T, b Backend) {
 		{"cool-down: an address cools for exactly the cool-down", testCooldownExpiry},
 		{"cool-down: a requested address is not held back", testCooldownRequested},
 		{"cool-down: a pool without one hands a released address straight back", testNoCooldown},
+		{"cool-down: concurrent claims and releases", testCooldownConcurrent},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.fn(t, &fixture{t: t, b: b, net: fmt.Sprintf("conformance-%d", seq.Add(1))})
