@@ -39,12 +39,21 @@ type cooling struct{ blocked, byTime, byAddr *bolt.Bucket }
 
 func (c cooling) tracked() bool { return c.blocked != nil }
 
-// openCooling returns the pool's cool-down buckets, making them when create is set.
+// openCooling returns the pool's cool-down buckets, making them when create is set. A pool
+// without them costs one bucket lookup (an in-memory seek); one that ClaimNext opened already
+// (pb.cool) costs none.
 func openCooling(pb poolBuckets, create bool) (cooling, error) {
+	if pb.cool != nil && (pb.cool.tracked() || !create) {
+		return *pb.cool, nil
+	}
 	if pb.root == nil {
 		return cooling{}, nil
 	}
-	c := cooling{pb.root.Bucket(bucketBlocked), pb.root.Bucket(bucketCooling), pb.root.Bucket(bucketCooled)}
+	c := cooling{blocked: pb.root.Bucket(bucketBlocked)}
+	if c.blocked == nil && !create {
+		return cooling{}, nil
+	}
+	c.byTime, c.byAddr = pb.root.Bucket(bucketCooling), pb.root.Bucket(bucketCooled)
 	if c.tracked() {
 		if c.byTime == nil || c.byAddr == nil {
 			return cooling{}, fmt.Errorf("%w: a pool has blocked runs but no cooling index", allocator.ErrStoreUnusable)

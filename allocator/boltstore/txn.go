@@ -22,6 +22,8 @@ type poolBuckets struct {
 	alloc, used, meta *bolt.Bucket
 	// root is the pool's own bucket, parent of the above and of the cool-down's (cooling.go).
 	root *bolt.Bucket
+	// cool, once set, is the pool's cool-down buckets as this txn method opened them.
+	cool *cooling
 }
 
 func (t *txn) pool(key string) (poolBuckets, error) {
@@ -135,6 +137,7 @@ func (t *txn) ClaimNext(_ context.Context, p allocator.Pool, a *allocator.Alloca
 	if err != nil {
 		return err
 	}
+	pb.cool = &cool
 	if cool.tracked() {
 		if err := cool.prune(p.Now.Add(-p.Cooldown)); err != nil {
 			return err
