@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -151,6 +152,50 @@ func BenchmarkAddDel(b *testing.B) {
 			d := after.Sub(&before)
 			b.ReportMetric(float64(d.TxStats.GetWrite())/float64(n), "pagewrites/op")
 			b.ReportMetric(float64(d.TxStats.GetCursorCount())/float64(n), "cursors/op")
+		})
+	}
+}
+
+// TestCorruptCoolingIsUnusable: a damaged cool-down bucket (a key of the wrong size, blocked runs
+// without their index) fails the call with ErrStoreUnusable naming it, and changes nothing.
+func TestCorruptCoolingIsUnusable(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		damage func(root *bolt.Bucket) error
+		want   string
+	}{
+		{"a cooling key of the wrong size", func(root *bolt.Bucket) error {
+			return root.Bucket(bucketCooling).Put([]byte("short"), nil)
+		}, "a cooling entry has a 5-byte key"},
+		{"blocked runs without the cooling index", func(root *bolt.Bucket) error {
+			return root.DeleteBucket(bucketCooling)
+		}, "a pool has blocked runs but no cooling index"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s, _ := mustOpen(t)
+			a := allocator.New(s)
+			ctx := context.Background()
+			c := mustConfig(t, `{"range":"10.0.0.0/24","reuseCooldown":"1h"}`)
+			if _, err := a.Add(ctx, c, owner(1)); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := a.Del(ctx, c, owner(1)); err != nil {
+				t.Fatal(err)
+			}
+			key := allocator.Pools(c)[0].Key
+			if err := s.db.Update(func(tx *bolt.Tx) error { return tt.damage(tx.Bucket(bucketPools).Bucket([]byte(key))) }); err != nil {
+				t.Fatal(err)
+			}
+			_, err := a.Add(ctx, c, owner(2))
+			if !errors.Is(err, allocator.ErrStoreUnusable) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("ADD over the damaged bucket = %v, want ErrStoreUnusable containing %q", err, tt.want)
+			}
+			held := 0
+			if err := s.View(ctx, func(ctx context.Context, tx allocator.Txn) error {
+				return tx.ForEach(ctx, key, func(allocator.Allocation) error { held++; return nil })
+			}); err != nil || held != 0 {
+				t.Fatalf("after the refused ADD the pool holds %d (%v), want 0", held, err)
+			}
 		})
 	}
 }
