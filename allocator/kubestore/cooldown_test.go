@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync"
 	"testing"
@@ -173,4 +174,33 @@ func TestCooldownIsThePools(t *testing.T) {
 			t.Errorf("ADD by a config stating 0s = %v, want it refused", err)
 		}
 	})
+}
+
+// TestCooldownOfReleasesElsewhere: a reservation of this node deleted by someone else (the
+// controller's GC, a forced release) cools too, from when the informer reports it. The address was
+// asked for by name, so without the cool-down the next ADD would get it straight back.
+func TestCooldownOfReleasesElsewhere(t *testing.T) {
+	env := envtest.Shared(t)
+	ctx := context.Background()
+	n := &node{store: MustStart(t, env, "node-cool-gc", Options{}, nil)}
+	c := conf("cool-gc", `,"network_name":"cool-gc","range":"10.144.0.0/24","reuseCooldown":"1h"`)
+	if got, err := n.add(c, "IP=10.144.0.1", "x"); err != nil || got[0].String() != "10.144.0.1" {
+		t.Fatalf("ADD asking for 10.144.0.1 = %v, %v", got, err)
+	}
+	r := &ipamv1.OverlappingRangeIPReservation{}
+	r.Name = ipamv1.ReservationName("cool-gc", netip.MustParseAddr("10.144.0.1"))
+	if err := env.Client.Delete(ctx, r); err != nil {
+		t.Fatalf("deleting %s as the controller would: %v", r.Name, err)
+	}
+	st := n.store.poolStateFor("cool-gc-10.144.0.0-24")
+	eventually(t, "the agent cools the address released elsewhere", func() bool {
+		if err := lockPool(ctx, st); err != nil {
+			return false
+		}
+		defer unlockPool(st)
+		return st.cooling.has(netip.MustParseAddr("10.144.0.1"))
+	})
+	if got := n.mustAdd(t, c, "y"); got.String() == "10.144.0.1" {
+		t.Errorf("the next ADD got 10.144.0.1, released elsewhere a moment ago")
+	}
 }

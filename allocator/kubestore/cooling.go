@@ -1,8 +1,10 @@
 package kubestore
 
 import (
+	"context"
 	"net/netip"
 	"slices"
+	"sync/atomic"
 	"time"
 )
 
@@ -11,10 +13,13 @@ import (
 // are handed out again by this same agent, which remembers when it released them. Releasing under
 // a cool-down therefore costs no API write beyond the reservation's Delete it already made.
 //
+// A release of one of this node's reservations that the agent did not make (the controller's GC,
+// a forced release) cools too, from when the informer reports it (cooledElsewhere).
+//
 // What that does not cover, as docs/kubernetes-mode.md states:
 //   - an agent restart forgets the cooling addresses (the restarted agent resumes its round-robin
-//     after the highest address it holds, which makes an immediate reuse unlikely, not impossible);
-//   - a release this agent did not make (the controller's GC or a forced release) is not known;
+//     after the highest address it holds, which makes an immediate reuse unlikely, not impossible),
+//     and so does a release made while the agent was down;
 //   - another node borrowing from this node's blocks, once every block is claimed, does not know
 //     this node's cooling addresses. A block that holds cooling addresses is not given back.
 //
@@ -24,7 +29,10 @@ import (
 // coolingSet is what one node released under a cool-down in one pool, guarded by the pool's lock.
 // Its size is the node's releases within one cool-down.
 type coolingSet struct {
-	at map[netip.Addr]time.Time
+	// cooldown is the pool's cool-down as the last Bind resolved it, for cooledElsewhere, which
+	// runs outside any call; atomic, as it is read without the pool's lock.
+	cooldown atomic.Int64
+	at       map[netip.Addr]time.Time
 	// order holds the releases oldest first; an entry whose address is no longer in at with that
 	// time (claimed since, or released again) is stale and skipped.
 	order []cooled
@@ -107,6 +115,28 @@ func (c *coolingSet) oldestFirst(yield func(netip.Addr) bool) {
 			return
 		}
 	}
+}
+
+// cooledElsewhere starts the cool-down of an address of this node released by someone else, as
+// the informer reports it. The informer must not wait, so the pool's lock is taken in a goroutine
+// of its own, bounded by attemptTimeout; an address this node has claimed again meanwhile is left.
+func (s *Store) cooledElsewhere(e entry) {
+	st := s.poolStateFor(e.pool)
+	if st == nil || st.cooling.cooldown.Load() <= 0 {
+		return
+	}
+	at := time.Now()
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), attemptTimeout)
+		defer cancel()
+		if lockPool(ctx, st) != nil {
+			return
+		}
+		defer unlockPool(st)
+		if !s.index.heldIn(e.addr, st.name, false, "") {
+			st.cooling.add(st, e.addr, at)
+		}
+	}()
 }
 
 // inBlock reports whether block i holds a cooling address.
