@@ -25,7 +25,7 @@ func New(store Store) *Allocator {
 func Pools(c *ipam.Config) []Pool {
 	pools := make([]Pool, len(c.Ranges))
 	for i, r := range c.Ranges {
-		pools[i] = Pool{Key: c.PoolKey(i), Range: r}
+		pools[i] = Pool{Key: c.PoolKey(i), Range: r, Cooldown: c.ReuseCooldown}
 		if c.EnableOverlappingRanges {
 			pools[i].Scope = OverlapScope(c.NetworkName)
 		}
@@ -36,7 +36,7 @@ func Pools(c *ipam.Config) []Pool {
 // Add returns one allocation per range for owner, claiming what it does not hold yet. Calling it
 // again for the same owner returns the same addresses.
 func (a *Allocator) Add(ctx context.Context, c *ipam.Config, owner Owner) ([]Allocation, error) {
-	pools := Pools(c)
+	pools := a.pools(c)
 	out := make([]Allocation, len(pools))
 	err := a.store.Update(ctx, func(ctx context.Context, tx Txn) error {
 		for i, p := range pools {
@@ -103,13 +103,13 @@ func (a *Allocator) release(ctx context.Context, c *ipam.Config, pick func(conte
 	var released []Allocation
 	err := a.store.Update(ctx, func(ctx context.Context, tx Txn) error {
 		released = released[:0]
-		for _, p := range Pools(c) {
+		for _, p := range a.pools(c) {
 			owners, err := pick(ctx, tx, p)
 			if err != nil {
 				return err
 			}
 			for _, o := range owners {
-				al, ok, err := tx.Release(ctx, p.Key, o)
+				al, ok, err := tx.Release(ctx, p, o)
 				if err != nil {
 					return err
 				}
@@ -173,7 +173,7 @@ func (a *Allocator) GC(ctx context.Context, c *ipam.Config, valid []Owner) ([]Al
 // nothing left: ADD takes one address from every range, so one exhausted range stops them all.
 func (a *Allocator) Status(ctx context.Context, c *ipam.Config) error {
 	return a.store.View(ctx, func(ctx context.Context, tx Txn) error {
-		for _, p := range Pools(c) {
+		for _, p := range a.pools(c) {
 			free, err := tx.HasFree(ctx, p)
 			if err != nil {
 				return err

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/netpool/netpool/allocator"
 	"github.com/netpool/netpool/allocator/storetest"
@@ -29,16 +30,22 @@ type memState struct {
 	pools  map[string]map[netip.Addr]allocator.Allocation
 	scopes map[string]map[netip.Addr]bool
 	cursor map[string]netip.Addr
+	// released are the release times of addresses released under a cool-down, per pool.
+	released map[string]map[netip.Addr]time.Time
 }
 
 func newMemStore() *memStore {
 	return &memStore{state: memState{pools: map[string]map[netip.Addr]allocator.Allocation{},
-		scopes: map[string]map[netip.Addr]bool{}, cursor: map[string]netip.Addr{}}}
+		scopes: map[string]map[netip.Addr]bool{}, cursor: map[string]netip.Addr{},
+		released: map[string]map[netip.Addr]time.Time{}}}
 }
 
 func (s memState) clone() memState {
 	c := memState{pools: map[string]map[netip.Addr]allocator.Allocation{}, scopes: map[string]map[netip.Addr]bool{},
-		cursor: maps.Clone(s.cursor)}
+		cursor: maps.Clone(s.cursor), released: map[string]map[netip.Addr]time.Time{}}
+	for k, v := range s.released {
+		c.released[k] = maps.Clone(v)
+	}
 	for k, v := range s.pools {
 		c.pools[k] = maps.Clone(v)
 	}
@@ -116,6 +123,7 @@ func (t *memTxn) put(p allocator.Pool, a *allocator.Allocation) {
 		t.st.pools[p.Key] = map[netip.Addr]allocator.Allocation{}
 	}
 	t.st.pools[p.Key][a.Addr] = *a
+	delete(t.st.released[p.Key], a.Addr)
 	if p.Scope != "" {
 		if t.st.scopes[p.Scope] == nil {
 			t.st.scopes[p.Scope] = map[netip.Addr]bool{}
@@ -138,14 +146,33 @@ func (t *memTxn) Claim(_ context.Context, p allocator.Pool, a *allocator.Allocat
 	return nil
 }
 
-// next returns the first free allowed address of [from, to].
+// next returns the first free allowed address of [from, to] that is not cooling.
 func (t *memTxn) next(p allocator.Pool, from, to netip.Addr) (netip.Addr, bool) {
 	for a, ok := p.Range.NextAllowed(from); ok && a.Compare(to) <= 0; a, ok = p.Range.NextAllowed(a.Next()) {
-		if _, held := t.taken(p, a); !held {
+		if _, held := t.taken(p, a); !held && !t.cooling(p, a) {
 			return a, true
 		}
 	}
 	return netip.Addr{}, false
+}
+
+func (t *memTxn) cooling(p allocator.Pool, a netip.Addr) bool {
+	at, ok := t.st.released[p.Key][a]
+	return ok && p.Cooldown > 0 && p.Now.Sub(at) < p.Cooldown
+}
+
+// oldestCooling is the free cooling address released longest ago, by a linear scan.
+func (t *memTxn) oldestCooling(p allocator.Pool) (netip.Addr, bool) {
+	var best netip.Addr
+	for a, at := range t.st.released[p.Key] {
+		if _, held := t.taken(p, a); held || !t.cooling(p, a) || p.Range.Allowed(a) != nil {
+			continue
+		}
+		if !best.IsValid() || at.Before(t.st.released[p.Key][best]) {
+			best = a
+		}
+	}
+	return best, best.IsValid()
 }
 
 func (t *memTxn) ClaimNext(_ context.Context, p allocator.Pool, a *allocator.Allocation) error {
@@ -164,6 +191,9 @@ func (t *memTxn) ClaimNext(_ context.Context, p allocator.Pool, a *allocator.All
 		got, ok = t.next(p, p.Range.Start, from.Prev())
 	}
 	if !ok {
+		got, ok = t.oldestCooling(p)
+	}
+	if !ok {
 		return fmt.Errorf("%w: no free address in pool %s", allocator.ErrPoolExhausted, p.Key)
 	}
 	a.Addr = got
@@ -172,18 +202,24 @@ func (t *memTxn) ClaimNext(_ context.Context, p allocator.Pool, a *allocator.All
 	return nil
 }
 
-func (t *memTxn) Release(ctx context.Context, pool string, owner allocator.Owner) (allocator.Allocation, bool, error) {
+func (t *memTxn) Release(ctx context.Context, p allocator.Pool, owner allocator.Owner) (allocator.Allocation, bool, error) {
 	if err := t.failed("Release"); err != nil {
 		return allocator.Allocation{}, false, err
 	}
 	if err := t.write(); err != nil {
 		return allocator.Allocation{}, false, err
 	}
-	al, ok, err := t.Get(ctx, pool, owner)
+	al, ok, err := t.Get(ctx, p.Key, owner)
 	if err != nil || !ok {
 		return al, false, err
 	}
-	delete(t.st.pools[pool], al.Addr)
+	delete(t.st.pools[p.Key], al.Addr)
+	if p.Cooldown > 0 {
+		if t.st.released[p.Key] == nil {
+			t.st.released[p.Key] = map[netip.Addr]time.Time{}
+		}
+		t.st.released[p.Key][al.Addr] = p.Now
+	}
 	if al.Scope != "" {
 		delete(t.st.scopes[al.Scope], al.Addr)
 	}
@@ -207,6 +243,9 @@ func (t *memTxn) HasFree(_ context.Context, p allocator.Pool) (bool, error) {
 		return false, err
 	}
 	_, ok := t.next(p, p.Range.Start, p.Range.End)
+	if !ok {
+		_, ok = t.oldestCooling(p)
+	}
 	return ok, nil
 }
 

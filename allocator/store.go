@@ -26,11 +26,15 @@ type Allocation struct {
 }
 
 // Pool is what a store needs to pick an address: the pool's identity, the range (window and
-// exclusions) of the config asking, and the overlap scope ("" when overlapping ranges are off).
+// exclusions) of the config asking, the overlap scope ("" when overlapping ranges are off), and
+// the reuse cool-down with the instant it is measured against (see cooldown.go).
 type Pool struct {
 	Key   string
 	Range ipam.Range
 	Scope string
+	// Cooldown is the pool's reuse cool-down (0: off). Now is the engine's clock at this call.
+	Cooldown time.Duration
+	Now      time.Time
 }
 
 // OverlapScope is the overlap scope of a network with enable_overlapping_ranges on: whereabouts
@@ -70,12 +74,16 @@ type Txn interface {
 	// the pool's last claim, wrapping once (round-robin, so a crash-looping container does not get
 	// its old address straight back) among the addresses the store draws from: the whole range in
 	// the embedded store, the node's blocks in the Kubernetes store, where a node holding a single
-	// one-address block gets a released address straight back. It sets a.Addr.
+	// one-address block gets a released address straight back. With p.Cooldown set it passes over
+	// addresses released less than that before p.Now while another is free, and when only those
+	// remain it takes the one released longest ago (cooldown.go). It sets a.Addr.
 	ClaimNext(ctx context.Context, p Pool, a *Allocation) error
-	// Claim claims a.Addr, or returns ErrAddressInUse naming the holder.
+	// Claim claims a.Addr, or returns ErrAddressInUse naming the holder. A cooling address is
+	// granted: an explicit request wins over the cool-down.
 	Claim(ctx context.Context, p Pool, a *Allocation) error
-	// Release frees owner's address in pool, if any.
-	Release(ctx context.Context, pool string, owner Owner) (Allocation, bool, error)
+	// Release frees owner's address in pool p.Key, if any. With p.Cooldown set, the address cools
+	// from p.Now.
+	Release(ctx context.Context, p Pool, owner Owner) (Allocation, bool, error)
 	// ForEach visits allocations of pool in address order: every one in the embedded store, the
 	// node's own in the Kubernetes store (GC on a node releases only that node's attachments).
 	ForEach(ctx context.Context, pool string, fn func(Allocation) error) error

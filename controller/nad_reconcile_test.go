@@ -55,6 +55,8 @@ func TestNADReconcile(t *testing.T) {
 	manyRanges := conflist(`{"type":"netpool","datastore":"kubernetes","range":"10.4.0.0/24","ipRanges":[` + strings.Join(sections[1:], ",") + `]}`)
 	inlineNoOverlap := conflist(`{"type":"netpool","datastore":"kubernetes","network_name":"blue","range":"10.0.0.0/24","enable_overlapping_ranges":false}`)
 	refNoOverlap := conflist(`{"type":"netpool","datastore":"kubernetes","network_name":"blue","pool":"shared","enable_overlapping_ranges":false}`)
+	inlineCooldown := conflist(`{"type":"netpool","datastore":"kubernetes","network_name":"blue","range":"10.0.0.0/24","reuseCooldown":"1h"}`)
+	refCooldown := conflist(`{"type":"netpool","datastore":"kubernetes","network_name":"blue","pool":"shared","reuseCooldown":"1h"}`)
 	invalidPool := pool("shared", "10.1.0.0/24", "blue", nil)
 	invalidPool.Status.Conditions = []metav1.Condition{{Type: ipamv1.IPPoolReadyCondition, Status: metav1.ConditionFalse,
 		Reason: ipamv1.IPPoolInvalidSpecReason, Message: "no usable address", LastTransitionTime: metav1.Now()}}
@@ -88,6 +90,8 @@ func TestNADReconcile(t *testing.T) {
 		wantNoPool bool
 		// wantMode is wantPool's recorded spec.overlappingRanges.
 		wantMode ipamv1.OverlappingRanges
+		// wantCooldown is wantPool's recorded spec.reuseCooldown.
+		wantCooldown string
 		// wantNoDerived: no derived pool exists afterwards (operators' pools may).
 		wantNoDerived bool
 	}{
@@ -125,6 +129,13 @@ func TestNADReconcile(t *testing.T) {
 			wantEvent: `Warning PoolUnusable: spec.config plugins[0].ipam: enable_overlapping_ranges false disagrees with IPPool blue-10.0.0.0-24, which records overlappingRanges Enabled`},
 		{name: "enable_overlapping_ranges false is recorded on the pool it creates", nad: testNAD(inlineNoOverlap), objs: []client.Object{ns},
 			wantEvent: "Normal PoolCreated: Created IPPool blue-10.0.0.0-24", wantPool: "blue-10.0.0.0-24", wantMode: ipamv1.OverlappingRangesDisabled},
+		{name: "reuseCooldown disagrees with the derived pool", nad: testNAD(inlineCooldown),
+			objs:      []client.Object{ns, pool("blue-10.0.0.0-24", "10.0.0.0/24", "blue", nil)},
+			wantEvent: `Warning PoolUnusable: spec.config plugins[0].ipam: reuseCooldown 1h0m0s disagrees with IPPool blue-10.0.0.0-24, which records reuseCooldown 0s (none)`},
+		{name: "reuseCooldown is recorded on the pool it creates", nad: testNAD(inlineCooldown), objs: []client.Object{ns},
+			wantEvent: "Normal PoolCreated: Created IPPool blue-10.0.0.0-24", wantPool: "blue-10.0.0.0-24", wantCooldown: "1h0m0s"},
+		{name: "a reference whose reuseCooldown disagrees", nad: testNAD(refCooldown), objs: []client.Object{ns, pool("shared", "10.1.0.0/24", "blue", nil)},
+			wantEvent: "Warning PoolUnusable: spec.config plugins[0].ipam: reuseCooldown 1h0m0s disagrees with IPPool shared"},
 		{name: "an inline range over an operator's pool that does not admit the namespace", nad: testNAD(inline), wantNoDerived: true,
 			objs:      []client.Object{ns, pool("tenant-b-pool", "10.0.0.0/28", "blue", map[string]string{"team": "b"})},
 			wantEvent: `Warning PoolUnusable: spec.config plugins[0].ipam: IPPool blue-10.0.0.0-24 cannot serve: spec.range "10.0.0.0/24": the window 10.0.0.1-10.0.0.254 overlaps IPPool tenant-b-pool (10.0.0.1-10.0.0.14, an operator's pool) of network "blue"`},
@@ -179,6 +190,9 @@ func TestNADReconcile(t *testing.T) {
 				got := &ipamv1.IPPool{}
 				if err := base.Get(context.Background(), client.ObjectKey{Name: tt.wantPool}, got); err != nil {
 					t.Fatalf("pool %s: %v", tt.wantPool, err)
+				}
+				if got.Spec.ReuseCooldown != tt.wantCooldown {
+					t.Fatalf("pool %s: reuseCooldown %q, want %q", tt.wantPool, got.Spec.ReuseCooldown, tt.wantCooldown)
 				}
 				if got.Spec.OverlappingRanges != tt.wantMode || got.Labels[ipamv1.DerivedLabel] != ipamv1.DerivedLabelValue {
 					t.Fatalf("pool %s: overlappingRanges %q, labels %v; want %q and the derived label", tt.wantPool, got.Spec.OverlappingRanges, got.Labels, tt.wantMode)

@@ -78,6 +78,10 @@ type Config struct {
 	// OverlappingRangesSet is whether the config states enable_overlapping_ranges. When it does
 	// not, EnableOverlappingRanges is the default (true), and an IPPool referenced by name decides.
 	OverlappingRangesSet bool
+	// ReuseCooldown is how long a released address is passed over by claim-next while another
+	// address is free (0: off); ReuseCooldownSet is whether the config states it (see cooldown.go).
+	ReuseCooldown    time.Duration
+	ReuseCooldownSet bool
 }
 
 // PodRef names the pod behind an attachment, as Multus passes it in CNI_ARGS.
@@ -126,6 +130,7 @@ type wireIPAM struct {
 	DNS                     types.DNS      `json:"dns"`
 	NetworkName             string         `json:"network_name"`
 	EnableOverlappingRanges *bool          `json:"enable_overlapping_ranges"`
+	ReuseCooldown           *string        `json:"reuseCooldown"`
 	Kubernetes              struct {
 		Kubeconfig  string `json:"kubeconfig"`
 		AgentSocket string `json:"agent_socket"`
@@ -153,7 +158,7 @@ var ignoredFields = []string{
 var netpoolFields = []string{
 	"type", "range", "range_start", "range_end", "exclude", "ipRanges", "gateway", "routes", "dns",
 	"network_name", "enable_overlapping_ranges", "kubernetes", "configuration_path", "log_file",
-	"log_level", "datastore", "bbolt", "pool",
+	"log_level", "datastore", "bbolt", "pool", "reuseCooldown",
 }
 
 var knownFields = slices.Concat(netpoolFields, ignoredFields)
@@ -226,6 +231,9 @@ func Load(stdin []byte, cniArgs string, readFlat FlatReader) (*Config, error) {
 		c.EnableOverlappingRanges = true
 	} else {
 		c.EnableOverlappingRanges, c.OverlappingRangesSet = *w.EnableOverlappingRanges, true
+	}
+	if err := c.setReuseCooldown(&w); err != nil {
+		return nil, err
 	}
 	args, err := ParseCNIArgs(cniArgs)
 	if err != nil {

@@ -50,7 +50,7 @@ var goldenDB = sync.OnceValues(func() ([]byte, error) {
 	// Release every third, so the freelist and the runs are not trivial.
 	err = s.Update(context.Background(), func(ctx context.Context, tx allocator.Txn) error {
 		for i := 0; i < 1500; i += 3 {
-			if _, _, err := tx.Release(ctx, p.Key, owner(i)); err != nil {
+			if _, _, err := tx.Release(ctx, p, owner(i)); err != nil {
 				return err
 			}
 		}

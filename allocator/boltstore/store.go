@@ -11,6 +11,9 @@
 //	scopes/<scope>/used   allocated runs across every pool of one overlap scope
 //	owners                pool \x00 containerID \x00 ifName -> address
 //
+// A pool that has released under a reuse cool-down also has blocked, cooling and cooled buckets
+// (cooling.go).
+//
 // The "used" buckets hold maximal runs of allocated addresses, which is what makes the free
 // search cost O(log n) in the number of allocations and nothing in the size of the range: the
 // next free address after a is either a itself or one past the end of the run holding a.

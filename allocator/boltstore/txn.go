@@ -20,6 +20,10 @@ var _ allocator.Txn = (*txn)(nil)
 // (only possible in a read-only transaction).
 type poolBuckets struct {
 	alloc, used, meta *bolt.Bucket
+	// root is the pool's own bucket, parent of the above and of the cool-down's (cooling.go).
+	root *bolt.Bucket
+	// cool, once set, is the pool's cool-down buckets as this txn method opened them.
+	cool *cooling
 }
 
 func (t *txn) pool(key string) (poolBuckets, error) {
@@ -37,7 +41,7 @@ func (t *txn) pool(key string) (poolBuckets, error) {
 			return poolBuckets{}, err
 		}
 	}
-	var pb poolBuckets
+	pb := poolBuckets{root: b}
 	for _, nb := range []struct {
 		name []byte
 		dst  **bolt.Bucket
@@ -129,6 +133,22 @@ func (t *txn) ClaimNext(_ context.Context, p allocator.Pool, a *allocator.Alloca
 	if err != nil {
 		return err
 	}
+	// In a pool with cooling addresses the search skips the blocked runs (held or cooling)
+	// instead of the used ones; the cost is the same few seeks.
+	skip := pb.used
+	cool, err := openCooling(pb, false)
+	if err != nil {
+		return err
+	}
+	pb.cool = &cool
+	if cool.tracked() {
+		if err := cool.prune(p.Now.Add(-p.Cooldown)); err != nil {
+			return err
+		}
+		if p.Cooldown > 0 {
+			skip = cool.blocked
+		}
+	}
 	from := p.Range.Start
 	if c := pb.meta.Get(keyCursor); c != nil {
 		if last := addr(c); last.IsValid() {
@@ -137,9 +157,12 @@ func (t *txn) ClaimNext(_ context.Context, p allocator.Pool, a *allocator.Alloca
 			}
 		}
 	}
-	got, ok := nextFree(p, pb.used, scope, from, p.Range.End)
+	got, ok := nextFree(p, skip, scope, from, p.Range.End)
 	if !ok && from.Compare(p.Range.Start) > 0 {
-		got, ok = nextFree(p, pb.used, scope, p.Range.Start, from.Prev())
+		got, ok = nextFree(p, skip, scope, p.Range.Start, from.Prev())
+	}
+	if !ok && skip != pb.used {
+		got, ok = cool.oldest(p, scope)
 	}
 	if !ok {
 		return fmt.Errorf("%w: no free address in pool %s (window %s-%s)", allocator.ErrPoolExhausted, p.Key, p.Range.Start, p.Range.End)
@@ -194,6 +217,9 @@ func (t *txn) put(pb poolBuckets, scope *bolt.Bucket, a *allocator.Allocation) e
 	if err := (runs{pb.used}).add(a.Addr); err != nil {
 		return err
 	}
+	if err := claimedCooling(pb, a.Addr); err != nil {
+		return err
+	}
 	if scope != nil {
 		if err := (runs{scope}).add(a.Addr); err != nil {
 			return err
@@ -202,13 +228,19 @@ func (t *txn) put(pb poolBuckets, scope *bolt.Bucket, a *allocator.Allocation) e
 	return t.tx.Bucket(bucketOwners).Put(ownerKey(a.Pool, a.Owner), key(a.Addr))
 }
 
-func (t *txn) Release(ctx context.Context, pool string, owner allocator.Owner) (allocator.Allocation, bool, error) {
+func (t *txn) Release(ctx context.Context, p allocator.Pool, owner allocator.Owner) (allocator.Allocation, bool, error) {
+	pool := p.Key
 	al, ok, err := t.Get(ctx, pool, owner)
 	if err != nil || !ok {
 		return al, false, err
 	}
 	pb, err := t.pool(pool)
 	if err != nil {
+		return al, false, err
+	}
+	// Before used loses the address: a pool's first cooling address starts its blocked runs
+	// as a copy of used.
+	if err := releasedCooling(pb, p, al.Addr); err != nil {
 		return al, false, err
 	}
 	if err := pb.alloc.Delete(key(al.Addr)); err != nil {

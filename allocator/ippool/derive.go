@@ -3,6 +3,7 @@ package ippool
 import (
 	"fmt"
 	"net/netip"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -10,14 +11,15 @@ import (
 	"github.com/netpool/netpool/ipam"
 )
 
-// Derive returns the IPPool that inline range r of a config with networkName and
-// enable_overlapping_ranges overlapping describes: named ipamv1.PoolName(networkName, subnet),
-// labelled DerivedLabel, with the range's window, exclusions (as the fewest CIDRs) and gateway.
+// Derive returns the IPPool that inline range r of a config with networkName,
+// enable_overlapping_ranges overlapping and reuseCooldown cooldown describes: named
+// ipamv1.PoolName(networkName, subnet), labelled DerivedLabel, with the range's window, exclusions
+// (as the fewest CIDRs), gateway and cool-down.
 // rangeStart and rangeEnd are set only where the config narrows the subnet. The agent and the
 // controller both create derived pools with it, so whichever comes first, the pool is the same.
 // The window, exclusions and gateway are the first config's; configs sharing the pool may narrow
 // it further, as in whereabouts.
-func Derive(networkName string, r ipam.Range, overlapping bool) (*ipamv1.IPPool, error) {
+func Derive(networkName string, r ipam.Range, overlapping bool, cooldown time.Duration) (*ipamv1.IPPool, error) {
 	if !r.Subnet.IsValid() || !r.Start.IsValid() || !r.End.IsValid() {
 		return nil, fmt.Errorf("range %q is not a valid subnet", r.Subnet)
 	}
@@ -40,6 +42,9 @@ func Derive(networkName string, r ipam.Range, overlapping bool) (*ipamv1.IPPool,
 	}
 	if !overlapping {
 		p.Spec.OverlappingRanges = ipamv1.OverlappingRangesDisabled
+	}
+	if cooldown > 0 {
+		p.Spec.ReuseCooldown = cooldown.String()
 	}
 	return p, nil
 }

@@ -34,6 +34,7 @@
 //
 // Against the allocator.Store contract (allocator/storetest checks it), this store undoes the
 // claims of a failed Update but not its releases, its View is not a snapshot, its round-robin runs
-// over the node's blocks, and HasFree lists the scope's reservations once every block is claimed;
-// docs/kubernetes-mode.md lists these differences.
+// over the node's blocks, HasFree lists the scope's reservations once every block is claimed, and
+// its reuse cool-down is the agent's memory (cooling.go); docs/kubernetes-mode.md lists these
+// differences.
 package kubestore

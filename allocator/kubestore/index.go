@@ -49,6 +49,10 @@ type index struct {
 	// tombstoneTTL passes), so a late add event cannot bring a released reservation back.
 	deleted map[types.UID]time.Time
 	now     func() time.Time
+	// deletedElsewhere, when set, is told of each reservation of the index that the informer saw
+	// deleted without this store deleting it (the controller's GC, a forced release). It must not
+	// block: the informer waits for it.
+	deletedElsewhere func(entry)
 }
 
 func newIndex() *index {
@@ -120,9 +124,19 @@ func (x *index) remove(name string, uid types.UID, tombstone bool) {
 // confirmDelete is the informer's delete event: the object is gone and its tombstone can go too.
 func (x *index) confirmDelete(name string, uid types.UID) {
 	x.mu.Lock()
+	_, ours := x.deleted[uid]
 	delete(x.deleted, uid)
+	var gone *entry
+	if e := x.byName[name]; !ours && e != nil && e.uid == uid {
+		c := *e
+		gone = &c
+	}
+	tell := x.deletedElsewhere
 	x.mu.Unlock()
 	x.remove(name, uid, false)
+	if gone != nil && tell != nil {
+		tell(*gone)
+	}
 }
 
 func (x *index) unlink(e *entry) {

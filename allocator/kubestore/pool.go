@@ -41,6 +41,8 @@ type poolState struct {
 	// inflight are the candidates being created right now, by reservation name, so that the
 	// node's concurrent ADDs choose different addresses.
 	inflight map[string]netip.Addr
+	// cooling are the addresses this node released under the pool's reuse cool-down (cooling.go).
+	cooling coolingSet
 }
 
 // ownSlice is one block the node owns.
@@ -62,7 +64,7 @@ func (s *Store) poolStateFor(name string) *poolState {
 // name must have the same range and network name. A pool that would refuse the call anyway (see
 // poolRules) is not created, so a refused config changes no state.
 func (s *Store) ensureInlinePool(ctx context.Context, c *ipam.Config, r ipam.Range) (*poolState, error) {
-	want, err := ippool.Derive(c.NetworkName, r, c.EnableOverlappingRanges)
+	want, err := ippool.Derive(c.NetworkName, r, c.EnableOverlappingRanges, c.ReuseCooldown)
 	if err != nil {
 		return nil, &ipam.ConfigError{Field: "range", Value: r.Subnet.String(), Reason: err.Error()}
 	}

@@ -33,6 +33,16 @@ func (s *Store) takenFn(u *poolUse) func(netip.Addr) bool {
 	}
 }
 
+// claimTakenFn is takenFn for ClaimNext: under a cool-down, the node's cooling addresses count as
+// taken too, so they are chosen only when nothing else is free (borrow's last resort).
+func (s *Store) claimTakenFn(u *poolUse) func(netip.Addr) bool {
+	taken := s.takenFn(u)
+	if u.cooldown <= 0 {
+		return taken
+	}
+	return func(a netip.Addr) bool { return taken(a) || u.state.cooling.has(a) }
+}
+
 // heldByNode reports whether one of this node's reservations holds a in u's scope or in u's pool,
 // whatever its name.
 func (s *Store) heldByNode(u *poolUse, a netip.Addr) bool {
@@ -308,8 +318,8 @@ func (s *Store) released(ctx context.Context, st *poolState, a netip.Addr) {
 	i := st.geo.index(a)
 	delete(st.full, i)
 	k := slices.IndexFunc(st.slices, func(o ownSlice) bool { return o.index == i })
-	if k < 0 || len(st.slices) < 2 || s.index.countIn(st.name, st.slices[k].prefix) > 0 {
-		return
+	if k < 0 || len(st.slices) < 2 || s.index.countIn(st.name, st.slices[k].prefix) > 0 || st.cooling.inBlock(i) {
+		return // a block with cooling addresses stays: given back, another node would reuse them
 	}
 	o := st.slices[k]
 	obj := &ipamv1.IPPoolSlice{}
@@ -334,20 +344,43 @@ func (t *txn) borrow(ctx context.Context, u *poolUse, p allocator.Pool, al *allo
 	if err != nil {
 		return err
 	}
-	for a := range freeIn(p.Range, taken) {
+	cooldown := u.cooldown > 0
+	try := func(a netip.Addr) (bool, error) {
 		name := ipamv1.ReservationName(u.scope, a)
 		if _, busy := st.inflight[name]; busy {
-			continue
+			return false, nil
 		}
 		res, _, err := t.tryCreate(ctx, u, al, a, false)
 		switch res {
 		case created:
 			st.cursor = a
-			return nil
+			st.cooling.drop(st, a)
+			return true, nil
 		case failed:
-			return err
+			return false, err
 		}
 		st.foreign[name] = true
+		return false, nil
+	}
+	for a := range freeIn(p.Range, taken) {
+		if cooldown && st.cooling.has(a) {
+			continue // free, but cooling: only if nothing else is
+		}
+		if ok, err := try(a); ok || err != nil {
+			return err
+		}
+	}
+	// Only cooling addresses are left: the one released longest ago, if nobody took it meanwhile.
+	for a := range st.cooling.oldestFirst {
+		if p.Range.Allowed(a) != nil {
+			continue
+		}
+		if _, held := slices.BinarySearchFunc(taken, a, netip.Addr.Compare); held {
+			continue
+		}
+		if ok, err := try(a); ok || err != nil {
+			return err
+		}
 	}
 	// The message names the IPPool object and how to read it: the pool's status and Events say who
 	// holds what, and a NAD author may not know which pool an inline range became.

@@ -163,11 +163,13 @@ func New(cfg *rest.Config, opts Options) (*Store, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Store{
+	s := &Store{
 		node: opts.NodeName, opts: opts, log: log.With("node", opts.NodeName),
 		client: cached, live: live, cache: c, index: newIndex(), reach: reach,
 		pools: map[string]*poolState{}, owners: map[allocator.Owner]*ownerLock{}, pending: map[pendingClaim]struct{}{},
-	}, nil
+	}
+	s.index.deletedElsewhere = s.cooledElsewhere
+	return s, nil
 }
 
 // Start runs the cache until ctx ends and returns once it has synced, so that the index holds
@@ -255,6 +257,8 @@ type poolUse struct {
 	// selectors), or nil. It is checked when an address is claimed, not when the call binds.
 	admit       error
 	networkName string // the NAD's network_name
+	// cooldown is the pool's reuse cool-down (ippool.ResolveCooldown), 0 for none.
+	cooldown time.Duration
 }
 
 var _ allocator.Store = (*callStore)(nil)
@@ -295,8 +299,13 @@ func (s *Store) Bind(c *ipam.Config) (allocator.Store, *ipam.Config, error) {
 		if recorded, err := ippool.ResolveOverlapping(pool, c); err == nil {
 			overlap = recorded
 		}
+		// A config that disagrees with the pool's cool-down is refused claims the same way; its
+		// releases still cool by the pool's.
+		cooldown, _ := ippool.ResolveCooldown(pool, c)
+		st.cooling.cooldown.Store(int64(cooldown))
 		b.pools[c.PoolKey(i)] = &poolUse{state: st, networkName: c.NetworkName, overlap: overlap,
-			scope: ippool.ReservationScope(st.name, c.NetworkName, overlap), admit: s.poolRules(ctx, pool, c)}
+			scope: ippool.ReservationScope(st.name, c.NetworkName, overlap), admit: s.poolRules(ctx, pool, c),
+			cooldown: cooldown}
 	}
 	return b, c, nil
 }

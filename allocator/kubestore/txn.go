@@ -164,6 +164,7 @@ func (t *txn) ClaimNext(ctx context.Context, p allocator.Pool, al *allocator.All
 		if err := lockPool(ctx, st); err != nil {
 			return err
 		}
+		st.cooling.prune(st, p.Now.Add(-u.cooldown))
 		a, ok, err := t.choose(ctx, u, p)
 		if err != nil || !ok {
 			if err == nil {
@@ -182,8 +183,11 @@ func (t *txn) ClaimNext(ctx context.Context, p allocator.Pool, al *allocator.All
 		// and the inflight mark must go whatever happens.
 		st.lock <- struct{}{}
 		delete(st.inflight, name)
-		if res == taken {
+		switch res {
+		case taken:
 			st.foreign[name] = true
+		case created:
+			st.cooling.drop(st, a)
 		}
 		unlockPool(st)
 		if res != taken {
@@ -200,7 +204,8 @@ func (t *txn) choose(ctx context.Context, u *poolUse, p allocator.Pool) (netip.A
 	if err := s.loadSlices(ctx, st); err != nil {
 		return netip.Addr{}, false, err
 	}
-	for a := range st.candidates(p.Range, s.takenFn(u)) {
+	taken := s.claimTakenFn(u)
+	for a := range st.candidates(p.Range, taken) {
 		st.cursor = a
 		return a, true, nil
 	}
@@ -209,7 +214,7 @@ func (t *txn) choose(ctx context.Context, u *poolUse, p allocator.Pool) (netip.A
 		if err != nil || !ok {
 			return netip.Addr{}, false, err
 		}
-		for a := range st.sliceCandidates(sl, p.Range, s.takenFn(u)) {
+		for a := range st.sliceCandidates(sl, p.Range, taken) {
 			st.cursor = a
 			return a, true, nil
 		}
@@ -234,6 +239,15 @@ func (t *txn) Claim(ctx context.Context, p allocator.Pool, al *allocator.Allocat
 	res, holder, err := t.tryCreate(ctx, u, al, al.Addr, true)
 	if res == taken {
 		return fmt.Errorf("%w: %s in pool %s is held by %s", allocator.ErrAddressInUse, al.Addr, u.state.name, holder)
+	}
+	if res == created {
+		// A requested address is granted while it cools, and stops cooling. Should the lock not
+		// come before the call's end, the entry stays: harmless, as a held address is taken anyway
+		// and a later release starts its cool-down afresh.
+		if lerr := lockPool(ctx, u.state); lerr == nil {
+			u.state.cooling.drop(u.state, al.Addr)
+			unlockPool(u.state)
+		}
 	}
 	return err
 }
@@ -302,7 +316,8 @@ func (t *txn) adopt(u *poolUse, r *ipamv1.OverlappingRangeIPReservation) {
 }
 
 // Release deletes owner's reservations in the pool. A reservation already gone is not an error.
-func (t *txn) Release(ctx context.Context, key string, owner allocator.Owner) (allocator.Allocation, bool, error) {
+func (t *txn) Release(ctx context.Context, p allocator.Pool, owner allocator.Owner) (allocator.Allocation, bool, error) {
+	key := p.Key
 	if !t.writable {
 		return allocator.Allocation{}, false, errReadOnly
 	}
@@ -321,6 +336,9 @@ func (t *txn) Release(ctx context.Context, key string, owner allocator.Owner) (a
 		}
 		if err := lockPool(ctx, u.state); err != nil {
 			return allocator.Allocation{}, false, err
+		}
+		if u.cooldown > 0 {
+			u.state.cooling.add(u.state, e.addr, p.Now)
 		}
 		s.released(ctx, u.state, e.addr)
 		unlockPool(u.state)

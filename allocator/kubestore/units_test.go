@@ -67,7 +67,7 @@ func TestInlinePool(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := ippool.Derive("blue", r, true)
+	p, err := ippool.Derive("blue", r, true, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/netpool/netpool/allocator"
 	"github.com/netpool/netpool/ipam"
@@ -55,6 +56,12 @@ func Run(t *testing.T, b Backend) {
 		{"HasFree", testHasFree},
 		{"View changes nothing", testViewReadOnly},
 		{"concurrent claims", testConcurrent},
+		{"cool-down: 100 ADDs pass over a cooling address", testCooldownPassesOver},
+		{"cool-down: only cooling addresses left, the oldest first", testCooldownOnlyCooling},
+		{"cool-down: an address cools for exactly the cool-down", testCooldownExpiry},
+		{"cool-down: a requested address is not held back", testCooldownRequested},
+		{"cool-down: a pool without one hands a released address straight back", testNoCooldown},
+		{"cool-down: concurrent claims and releases", testCooldownConcurrent},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.fn(t, &fixture{t: t, b: b, net: fmt.Sprintf("conformance-%d", seq.Add(1))})
@@ -67,6 +74,8 @@ type fixture struct {
 	t   *testing.T
 	b   Backend
 	net string
+	// now, when set, is the engine's clock (the cool-down tests move it); else the real one.
+	now func() time.Time
 }
 
 // config loads a network config named name over the test's network, with the given ipam fields
@@ -94,7 +103,11 @@ func (f *fixture) with(c *ipam.Config, fn func(*allocator.Allocator, allocator.S
 	if err != nil {
 		return fmt.Errorf("open: %w", err)
 	}
-	err = fn(allocator.New(s), s)
+	a := allocator.New(s)
+	if f.now != nil {
+		a.WithClock(f.now)
+	}
+	err = fn(a, s)
 	if cerr := s.Close(); cerr != nil {
 		err = errors.Join(err, fmt.Errorf("close: %w", cerr))
 	}
@@ -497,7 +510,7 @@ func testViewReadOnly(t *testing.T, f *fixture) {
 			if err := tx.Claim(ctx, p, &al); err == nil {
 				return errors.New("a Claim in a View succeeded")
 			}
-			if _, ok, err := tx.Release(ctx, p.Key, owner("a")); err == nil && ok {
+			if _, ok, err := tx.Release(ctx, p, owner("a")); err == nil && ok {
 				return errors.New("a Release in a View succeeded")
 			}
 			return nil

@@ -173,6 +173,21 @@ type IPPoolSpec struct {
 	// references the pool by name and does not set it follows the pool. It cannot be changed.
 	// +optional
 	OverlappingRanges OverlappingRanges `json:"overlappingRanges,omitempty"`
+
+	// reuseCooldown is how long an address released from this pool is passed over while any
+	// other address is free: a Go duration such as 30s or 1h, 0s or unset for none, at most 168h.
+	// When only cooling addresses are free, the one released longest ago is handed out; an
+	// address requested by name is never held back. A derived pool records the first config's
+	// reuseCooldown. A config that states another value is refused (CNI error 7); one that does
+	// not state it follows the pool. It may be changed; the new value applies from the next
+	// allocation. The grammar is bounded (16 characters, at most 6 digits per number) so that no
+	// value overflows a duration.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=16
+	// +kubebuilder:validation:XValidation:rule="self.matches('^(0|([0-9]{1,6}([.][0-9]{1,6})?(ns|us|ms|s|m|h))+)$')",messageExpression="'reuseCooldown ' + self + ' must be a duration such as 30s or 1h (0s for none)'"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^(0|([0-9]{1,6}([.][0-9]{1,6})?(ns|us|ms|s|m|h))+)$') || self == '0' || duration(self) == duration('0s') || (duration(self) >= duration('1s') && duration(self) <= duration('168h'))",messageExpression="'reuseCooldown ' + self + ' must be 0s (none) or from 1s to 168h'"
+	ReuseCooldown string `json:"reuseCooldown,omitempty"`
 }
 
 // IPPoolStatus is the observed state of an IPPool, written by the controller.
