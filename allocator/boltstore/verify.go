@@ -55,6 +55,9 @@ const (
 	FindingScopeMismatch FindingKind = "ScopeMismatch"
 	// FindingDuplicateInScope: two pools of one overlap scope hold the same address.
 	FindingDuplicateInScope FindingKind = "DuplicateInScope"
+	// FindingCoolingIndex: the reuse cool-down's two indexes disagree, or an address is held and
+	// cooling at once.
+	FindingCoolingIndex FindingKind = "CoolingIndex"
 )
 
 // Finding is one inconsistency: its kind, the bucket it concerns ("pool/<pool key>" or
@@ -299,6 +302,48 @@ func (w *verifier) verifyPool(pool string, b *bolt.Bucket) {
 	if used != nil {
 		w.verifyRuns(used, held, "pool/"+pool, "pool "+pool)
 	}
+	if b.Bucket(bucketBlocked) != nil || b.Bucket(bucketCooling) != nil || b.Bucket(bucketCooled) != nil {
+		w.verifyCooling(pool, b, held)
+	}
+}
+
+// verifyCooling checks a pool's reuse cool-down buckets (cooling.go): both indexes of the
+// cooling addresses name the same addresses at the same times, no cooling address is held, and
+// the blocked runs are exactly the held and the cooling addresses, since they are what the free
+// search skips.
+func (w *verifier) verifyCooling(pool string, b *bolt.Bucket, held []netip.Addr) {
+	object := "pool/" + pool
+	blocked, byTime, byAddr := b.Bucket(bucketBlocked), b.Bucket(bucketCooling), b.Bucket(bucketCooled)
+	if blocked == nil || byTime == nil || byAddr == nil {
+		w.add(FindingLayout, object, "pool %s has some but not all of its cool-down buckets blocked, cooling and cooled", pool)
+		return
+	}
+	var coolingAddrs []netip.Addr
+	_ = byTime.ForEach(func(k, _ []byte) error {
+		a, ok := ipam.AddrFromKey(k[min(8, len(k)):])
+		if len(k) != 8+16 || !ok {
+			w.add(FindingCorruptRecord, object, "pool %s: cooling entry %x is not a release time and an address", pool, k)
+			return nil
+		}
+		if got := byAddr.Get(k[8:]); !bytes.Equal(got, k[:8]) {
+			w.add(FindingCoolingIndex, object, "pool %s: %s cools since %s by one index and %x by the other", pool, a, unstamp(k[:8]).UTC(), got)
+		}
+		if _, found := slices.BinarySearchFunc(held, a, compareAddr); found {
+			w.add(FindingCoolingIndex, object, "pool %s: %s is held and cooling at once", pool, a)
+		}
+		coolingAddrs = append(coolingAddrs, a)
+		return nil
+	})
+	_ = byAddr.ForEach(func(k, v []byte) error {
+		if len(v) != 8 || byTime.Get(append(append([]byte(nil), v...), k...)) == nil {
+			w.add(FindingCoolingIndex, object, "pool %s: %x cools by the address index only", pool, k)
+		}
+		return nil
+	})
+	skipped := append(slices.Clone(held), coolingAddrs...)
+	slices.SortFunc(skipped, compareAddr)
+	skipped = slices.Compact(skipped)
+	w.verifyRuns(blocked, skipped, object, "pool "+pool+" (blocked runs)")
 }
 
 func (w *verifier) verifyScope(scope string, b *bolt.Bucket) {

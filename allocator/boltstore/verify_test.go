@@ -355,7 +355,7 @@ func BenchmarkVerify(b *testing.B) {
 			}
 		}
 		for i := 0; i < 10000; i += 3 {
-			if _, _, err := tx.Release(ctx, p.Key, owner(i)); err != nil {
+			if _, _, err := tx.Release(ctx, p, owner(i)); err != nil {
 				return err
 			}
 		}

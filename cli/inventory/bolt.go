@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/netip"
 	"strings"
+	"time"
 
 	"github.com/netpool/netpool/allocator"
 	"github.com/netpool/netpool/allocator/boltstore"
@@ -32,7 +33,7 @@ func (b *Bolt) Pools(context.Context) ([]Pool, error) {
 	for _, info := range infos {
 		p := Pool{Name: info.Key, Network: networkOf(info.Key), Used: int64(info.Allocated), Created: info.Created}
 		p.Subnet, _ = netip.ParsePrefix(strings.TrimPrefix(info.Key, p.Network+"/"))
-		switch obj, err := ippool.Derive(p.Network, info.Range, true); {
+		switch obj, err := ippool.Derive(p.Network, info.Range, true, 0); {
 		case info.RangeErr != nil:
 			p.RangeErr = info.RangeErr.Error()
 		case err != nil:
@@ -123,7 +124,9 @@ func (b *Bolt) Release(ctx context.Context, a Allocation) (bool, error) {
 		if err != nil || !ok || got.Addr != want.Addr || !got.Created.Equal(want.Created) {
 			return err
 		}
-		_, released, err = tx.Release(ctx, want.Pool, want.Owner)
+		// The file does not record the configs' reuseCooldown, so an operator's release frees the
+		// address at once; the blocked runs of a pool that had a cool-down stay true either way.
+		_, released, err = tx.Release(ctx, allocator.Pool{Key: want.Pool, Now: time.Now()}, want.Owner)
 		return err
 	})
 	return released, err
