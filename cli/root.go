@@ -31,6 +31,7 @@ func newRoot(out, errOut io.Writer, now func() time.Time) *cobra.Command {
 	root.AddCommand(
 		newInstallCNI(),
 		newVersion(),
+		newMigrate(opts),
 	)
 	_ = opts // the inspecting commands (pools, show, whois, leaks, release, check, migrate) take it
 	return root

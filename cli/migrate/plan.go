@@ -1,0 +1,384 @@
+package migrate
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/netpool/netpool/allocator"
+	"github.com/netpool/netpool/allocator/ippool"
+	"github.com/netpool/netpool/allocator/kubestore"
+	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
+	"github.com/netpool/netpool/ipam"
+)
+
+// poolPlan is one netpool IPPool that NADs' ranges derive, and what goes into it.
+type poolPlan struct {
+	entry   int // index in Report.Pools
+	want    *ipamv1.IPPool
+	rng     ipam.Range
+	cfg     *ipam.Config // the first NAD section's config: the pool's window is the first config's
+	overlap bool
+	// networks maps each CNI network name that draws from the pool to the NADs (namespace/name)
+	// whose sections have it, so an allocation is recorded under the network that made it.
+	networks map[string][]string
+	nads     []int // indexes in Report.NADs
+	wb       *wbPool
+	// blocked is set when the pool itself is a conflict or invalid: its addresses are not planned.
+	blocked bool
+}
+
+// resPlan is one reservation to create.
+type resPlan struct {
+	entry int // index in Report.Allocations
+	pool  *poolPlan
+	want  *ipamv1.OverlappingRangeIPReservation
+	owner allocator.Owner
+}
+
+// plan is what a run will write, and the report that says so.
+type plan struct {
+	report *Report
+	pools  []*poolPlan
+	res    []*resPlan
+	// configs are the loaded configs of Report.NADs, index for index (nil for a NAD in error).
+	configs []*ipam.Config
+}
+
+func (p *plan) configOf(nad int) *ipam.Config { return p.configs[nad] }
+
+// newPlan works out, from what the cluster holds, which netpool pools and reservations the
+// whereabouts allocations become. It reads the netpool pools and the pods; it writes nothing.
+func newPlan(ctx context.Context, c client.Reader, s *state, scoped bool) (*plan, error) {
+	p := &plan{report: &Report{NADs: []NAD{}, Pools: []Pool{}, Allocations: []Allocation{}, Findings: []Finding{}}}
+	byName := map[string]*poolPlan{}
+	sort.Slice(s.nads, func(i, j int) bool {
+		a, b := s.nads[i], s.nads[j]
+		return a.Namespace+"/"+a.Name < b.Namespace+"/"+b.Name
+	})
+	for _, nad := range s.nads {
+		p.addNAD(nad, byName)
+	}
+	wbByName := map[string][]*wbPool{}
+	for _, w := range s.pools {
+		wbByName[w.Name] = append(wbByName[w.Name], w)
+	}
+	names := make([]string, 0, len(byName))
+	for n := range byName {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	used := map[*wbPool]bool{}
+	matched := map[string]bool{} // namespace/name of whereabouts reservations that an allocation explains
+	networks := map[string]bool{}
+	pods := podCache{c: c, pods: map[string]*corev1.Pod{}}
+	for _, n := range names {
+		pp := byName[n]
+		networks[pp.cfg.NetworkName] = true
+		if err := p.resolvePool(ctx, c, pp, wbByName, s.unreadable); err != nil {
+			return nil, err
+		}
+		if pp.wb != nil {
+			used[pp.wb] = true
+		}
+		if pp.blocked || pp.wb == nil {
+			continue
+		}
+		for _, pr := range pp.wb.Problems {
+			p.report.Allocations = append(p.report.Allocations, Allocation{Whereabouts: pp.wb.allocationID(pr.Key),
+				Pool: pp.want.Name, Action: ActionInvalid, Reason: pr.Reason})
+		}
+		for _, a := range pp.wb.Allocations {
+			matched[pp.wb.Namespace+"/"+wbReservationName(pp.cfg.NetworkName, a.Addr)] = true
+			if err := p.addAllocation(ctx, &pods, pp, a); err != nil {
+				return nil, err
+			}
+		}
+	}
+	p.addFindings(s, used, matched, networks, scoped)
+	for _, pp := range p.pools {
+		for _, i := range pp.nads {
+			for _, a := range p.report.Allocations {
+				if a.Pool == pp.want.Name && a.Action != ActionSkipped && a.Action != ActionInvalid {
+					p.report.NADs[i].Kept++
+				}
+			}
+		}
+	}
+	return p, nil
+}
+
+// addNAD records the whereabouts sections of nad and the pools their ranges derive.
+func (p *plan) addNAD(nad nadv1.NetworkAttachmentDefinition, byName map[string]*poolPlan) {
+	id := nad.Namespace + "/" + nad.Name
+	sections, err := whereaboutsSections([]byte(nad.Spec.Config))
+	if err != nil {
+		if looksWhereabouts(nad.Spec.Config) {
+			p.report.NADs = append(p.report.NADs, NAD{Namespace: nad.Namespace, Name: nad.Name, Error: err.Error()})
+			p.configs = append(p.configs, nil)
+		}
+		return
+	}
+	for _, s := range sections {
+		c := s.Config
+		e := NAD{Namespace: nad.Namespace, Name: nad.Name, Path: s.Path, Network: c.Name, NetworkName: c.NetworkName,
+			Change: fmt.Sprintf("%s.type: %q to %q", s.Path, whereaboutsType, ipam.PluginType)}
+		if c.Datastore != ipam.DatastoreKubernetes {
+			e.Note = "the section names no kubernetes.kubeconfig: the nodes' flat file must select datastore kubernetes, or netpool keeps the network's addresses in a local file"
+		}
+		idx := len(p.report.NADs)
+		for _, r := range c.Ranges {
+			name := ippool.DerivedName(c.NetworkName, r.Subnet)
+			e.Pools = append(e.Pools, name)
+			pp := byName[name]
+			if pp == nil {
+				want, err := ippool.Derive(c.NetworkName, r, c.EnableOverlappingRanges)
+				if err != nil {
+					e.Error = err.Error()
+					continue
+				}
+				pp = &poolPlan{want: want, rng: r, cfg: c, networks: map[string][]string{}}
+				byName[name] = pp
+				p.pools = append(p.pools, pp)
+			} else if err := ippool.CheckDerivedFor(pp.want, c.NetworkName, r); err != nil {
+				e.Error = err.Error()
+				continue
+			} else if _, err := ippool.ResolveOverlapping(pp.want, c); err != nil {
+				e.Error = err.Error()
+				continue
+			}
+			pp.networks[c.Name] = append(pp.networks[c.Name], id)
+			pp.nads = append(pp.nads, idx)
+		}
+		p.report.NADs = append(p.report.NADs, e)
+		p.configs = append(p.configs, c)
+	}
+}
+
+// looksWhereabouts reports whether a config that failed to load names whereabouts at all, so that
+// unrelated broken NADs stay out of the report.
+func looksWhereabouts(config string) bool {
+	return strings.Contains(config, `"`+whereaboutsType+`"`)
+}
+
+// resolvePool finds the whereabouts IPPool of pp and what netpool already holds under its name.
+func (p *plan) resolvePool(ctx context.Context, c client.Reader, pp *poolPlan, wbByName map[string][]*wbPool, unreadable []unreadablePool) error {
+	e := Pool{Name: pp.want.Name, Range: pp.want.Spec.Range, NetworkName: pp.want.Spec.NetworkName}
+	wbName := wbPoolName(pp.cfg.NetworkName, pp.rng.Subnet)
+	for _, u := range unreadable {
+		if u.name == wbName {
+			e.Action, e.Reason, pp.blocked = ActionInvalid, u.reason, true
+		}
+	}
+	switch found := wbByName[wbName]; {
+	case pp.blocked:
+	case len(found) > 1:
+		var where []string
+		for _, w := range found {
+			where = append(where, w.Namespace)
+		}
+		e.Action, pp.blocked = ActionInvalid, true
+		e.Reason = fmt.Sprintf("whereabouts IPPool %s exists in namespaces %s: which one the nodes use cannot be told", wbName, strings.Join(where, ", "))
+	case len(found) == 1:
+		pp.wb = found[0]
+		e.Whereabouts = pp.wb.Namespace + "/" + pp.wb.Name
+		if pp.wb.Range != pp.rng.Subnet {
+			e.Action, pp.blocked = ActionInvalid, true
+			e.Reason = fmt.Sprintf("whereabouts IPPool %s has range %s, not the NAD's %s", e.Whereabouts, pp.wb.Range, pp.rng.Subnet)
+		}
+	}
+	if !pp.blocked {
+		have := &ipamv1.IPPool{}
+		err := c.Get(ctx, client.ObjectKey{Name: pp.want.Name}, have)
+		switch {
+		case apierrors.IsNotFound(err):
+			e.Action, pp.overlap = ActionCreate, ippool.Overlapping(pp.want)
+		case err != nil:
+			return fmt.Errorf("failed to read IPPool %s: %w", pp.want.Name, err)
+		default:
+			e.Action = ActionUnchanged
+			if err := ippool.CheckDerivedFor(have, pp.cfg.NetworkName, pp.rng); err != nil {
+				e.Action, e.Reason, pp.blocked = ActionConflict, err.Error(), true
+			} else if pp.overlap, err = ippool.ResolveOverlapping(have, pp.cfg); err != nil {
+				e.Action, e.Reason, pp.blocked = ActionConflict, err.Error(), true
+			}
+			// The other sections of the pool must agree with the mode the pool records.
+			for _, i := range pp.nads {
+				n := &p.report.NADs[i]
+				if n.Error != "" {
+					continue
+				}
+				if c := p.configOf(i); c != nil {
+					if _, err := ippool.ResolveOverlapping(have, c); err != nil {
+						n.Error = err.Error()
+					}
+				}
+			}
+		}
+	}
+	pp.entry = len(p.report.Pools)
+	p.report.Pools = append(p.report.Pools, e)
+	return nil
+}
+
+// addAllocation plans the reservation of whereabouts allocation a of pp.
+func (p *plan) addAllocation(ctx context.Context, pods *podCache, pp *poolPlan, a wbAllocation) error {
+	e := Allocation{Address: a.Addr.String(), Pool: pp.want.Name, Whereabouts: pp.wb.allocationID(a.Key),
+		Pod: a.PodRef, ContainerID: a.ContainerID, IfName: a.IfName}
+	add := func(action Action, reason string) {
+		e.Action, e.Reason = action, reason
+		p.report.Allocations = append(p.report.Allocations, e)
+	}
+	if err := pp.rng.Allowed(a.Addr); err != nil {
+		add(ActionSkipped, fmt.Sprintf("netpool never hands it out (%v): nothing to protect", err))
+		return nil
+	}
+	ref, ok := splitPodRef(a.PodRef)
+	if !ok {
+		add(ActionInvalid, fmt.Sprintf("podref %q is not namespace/name", a.PodRef))
+		return nil
+	}
+	pod, err := pods.get(ctx, ref)
+	if err != nil {
+		return err
+	}
+	if pod == nil {
+		add(ActionSkipped, fmt.Sprintf("pod %s does not exist: whereabouts leaked the address", a.PodRef))
+		return nil
+	}
+	if pod.Spec.NodeName == "" {
+		add(ActionSkipped, fmt.Sprintf("pod %s is on no node: whereabouts leaked the address", a.PodRef))
+		return nil
+	}
+	ref.UID = string(pod.UID)
+	e.PodUID, e.Node = ref.UID, pod.Spec.NodeName
+	network, reason := pp.networkOf(pod, a.IfName)
+	if reason != "" {
+		add(ActionInvalid, reason)
+		return nil
+	}
+	e.Network = network
+	al := &allocator.Allocation{Addr: a.Addr, Owner: allocator.Owner{ContainerID: a.ContainerID, IfName: a.IfName},
+		Network: network, Pod: ref}
+	scope := ippool.ReservationScope(pp.want.Name, pp.cfg.NetworkName, pp.overlap)
+	want := kubestore.NewReservation(pod.Spec.NodeName, pp.want.Name, scope, pp.cfg.NetworkName, al)
+	e.Reservation = want.Name
+	for _, o := range p.res {
+		if o.want.Name == want.Name {
+			add(ActionConflict, fmt.Sprintf("whereabouts also gave the address to %s (%s)", p.report.Allocations[o.entry].Pod, p.report.Allocations[o.entry].Whereabouts))
+			return nil
+		}
+	}
+	add(ActionCreate, "")
+	p.res = append(p.res, &resPlan{entry: len(p.report.Allocations) - 1, pool: pp, want: want, owner: al.Owner})
+	return nil
+}
+
+// networkOf is the CNI network name (the config's "name") of the attachment ifName of pod in pp:
+// the one network that draws from the pool, or else the network whose NAD the pod's Multus
+// network-status names for that interface. reason says why it cannot be told.
+func (pp *poolPlan) networkOf(pod *corev1.Pod, ifName string) (string, string) {
+	if len(pp.networks) == 1 {
+		for n := range pp.networks {
+			return n, ""
+		}
+	}
+	var status []nadv1.NetworkStatus
+	_ = json.Unmarshal([]byte(pod.Annotations[nadv1.NetworkStatusAnnot]), &status) // absent or malformed: no answer below
+	for _, st := range status {
+		if st.Interface != ifName {
+			continue
+		}
+		for n, nads := range pp.networks {
+			for _, nad := range nads {
+				if nad == st.Name {
+					return n, ""
+				}
+			}
+		}
+	}
+	var ns []string
+	for n := range pp.networks {
+		ns = append(ns, fmt.Sprintf("%q (%s)", n, strings.Join(pp.networks[n], ", ")))
+	}
+	sort.Strings(ns)
+	return "", fmt.Sprintf("NADs of networks %s share IPPool %s, and the pod's %s annotation does not say which attached %s",
+		strings.Join(ns, ", "), pp.want.Name, nadv1.NetworkStatusAnnot, ifName)
+}
+
+// addFindings reports whereabouts objects that no NAD's range explains: pools no NAD uses, and
+// reservations without an allocation (whereabouts leaks). With a namespace given, only those of
+// the networks of that namespace's NADs are reported.
+func (p *plan) addFindings(s *state, used map[*wbPool]bool, matched map[string]bool, networks map[string]bool, scoped bool) {
+	inScope := func(name string) bool {
+		if !scoped {
+			return true
+		}
+		for n := range networks {
+			if n != "" && strings.HasPrefix(name, n+"-") {
+				return true
+			}
+		}
+		return false
+	}
+	for _, w := range s.pools {
+		if !used[w] && len(w.Allocations)+len(w.Problems) > 0 && inScope(w.Name) {
+			p.report.Findings = append(p.report.Findings, Finding{Object: "IPPool.whereabouts.cni.cncf.io " + w.Namespace + "/" + w.Name,
+				Action: ActionSkipped, Reason: fmt.Sprintf("no whereabouts NAD uses range %s: its %d allocations are not imported", w.Range, len(w.Allocations)+len(w.Problems))})
+		}
+	}
+	for _, u := range s.unreadable {
+		if inScope(u.name) && !p.blocksPool(u.name) {
+			p.report.Findings = append(p.report.Findings, Finding{Object: "IPPool.whereabouts.cni.cncf.io " + u.namespace + "/" + u.name,
+				Action: ActionSkipped, Reason: u.reason + "; no whereabouts NAD uses it"})
+		}
+	}
+	for _, r := range s.reservations {
+		if !matched[r.Namespace+"/"+r.Name] && inScope(r.Name) {
+			p.report.Findings = append(p.report.Findings, Finding{Object: "OverlappingRangeIPReservation.whereabouts.cni.cncf.io " + r.Namespace + "/" + r.Name,
+				Action: ActionSkipped, Reason: fmt.Sprintf("no IPPool allocation of a whereabouts NAD's range holds it (pod %s): a whereabouts leak, not imported", r.PodRef)})
+		}
+	}
+	sort.Slice(p.report.Findings, func(i, j int) bool { return p.report.Findings[i].Object < p.report.Findings[j].Object })
+}
+
+// blocksPool reports whether the unreadable whereabouts pool wbName is already reported as a pool.
+func (p *plan) blocksPool(wbName string) bool {
+	for _, pp := range p.pools {
+		if wbPoolName(pp.cfg.NetworkName, pp.rng.Subnet) == wbName {
+			return true
+		}
+	}
+	return false
+}
+
+// podCache reads each pod once.
+type podCache struct {
+	c    client.Reader
+	pods map[string]*corev1.Pod
+}
+
+// get returns the pod, or nil when it does not exist.
+func (pc *podCache) get(ctx context.Context, ref ipam.PodRef) (*corev1.Pod, error) {
+	key := ref.Namespace + "/" + ref.Name
+	if pod, ok := pc.pods[key]; ok {
+		return pod, nil
+	}
+	pod := &corev1.Pod{}
+	err := pc.c.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, pod)
+	switch {
+	case apierrors.IsNotFound(err):
+		pod = nil
+	case err != nil:
+		return nil, fmt.Errorf("failed to read pod %s: %w", key, err)
+	}
+	pc.pods[key] = pod
+	return pod, nil
+}
