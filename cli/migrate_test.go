@@ -59,6 +59,9 @@ func TestMigrateWhereabouts(t *testing.T) {
 		"spec":     map[string]any{"podref": ns + "/ghost", "ifname": "net1"},
 	}})
 	args := []string{"migrate", "whereabouts", "--kubeconfig", w.env.Kubeconfig, "-n", ns}
+	// netpool's agents run before the migration, as they do once netpool is installed: they learn
+	// of the imported reservations from their watch, not from their first list.
+	socketA, socketB := w.startAgent(t, "mig-a"), w.startAgent(t, "mig-b")
 
 	t.Run("a dry run reports and changes nothing", func(t *testing.T) {
 		for _, f := range []struct{ flag, golden string }{{"table", "migrate-dryrun.txt"}, {"wide", "migrate-dryrun-wide.txt"}, {"json", "migrate-dryrun.json"}, {"yaml", "migrate-dryrun.yaml"}} {
@@ -161,8 +164,7 @@ func TestMigrateWhereabouts(t *testing.T) {
 		t.Fatal(err)
 	}
 	bin := harness.MustBinDir(t) + "/netpool"
-	nodeA := onNode(t, nad.Spec.Config, w.startAgent(t, "mig-a"))
-	nodeB := onNode(t, nad.Spec.Config, w.startAgent(t, "mig-b"))
+	nodeA, nodeB := onNode(t, nad.Spec.Config, socketA), onNode(t, nad.Spec.Config, socketB)
 
 	t.Run("netpool's ADDs never hand out an address whereabouts gave", func(t *testing.T) {
 		// A repeated ADD of a migrated attachment returns its address: the agent found it.

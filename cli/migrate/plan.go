@@ -85,8 +85,8 @@ func newPlan(ctx context.Context, c client.Reader, s *state, scoped bool) (*plan
 		if err := p.resolvePool(ctx, c, pp, wbByName, s.unreadable); err != nil {
 			return nil, err
 		}
-		if pp.wb != nil {
-			used[pp.wb] = true
+		for _, w := range wbByName[wbPoolName(pp.cfg.NetworkName, pp.rng.Subnet)] {
+			used[w] = true // a NAD uses it, even where it is the pool's problem
 		}
 		if pp.blocked || pp.wb == nil {
 			continue
@@ -103,15 +103,6 @@ func newPlan(ctx context.Context, c client.Reader, s *state, scoped bool) (*plan
 		}
 	}
 	p.addFindings(s, used, matched, networks, scoped)
-	for _, pp := range p.pools {
-		for _, i := range pp.nads {
-			for _, a := range p.report.Allocations {
-				if a.Pool == pp.want.Name && a.Action != ActionSkipped && a.Action != ActionInvalid {
-					p.report.NADs[i].Kept++
-				}
-			}
-		}
-	}
 	return p, nil
 }
 

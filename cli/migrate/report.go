@@ -1,5 +1,7 @@
 package migrate
 
+import "slices"
+
 // Action is what the migration does, or would do, with one pool or address.
 type Action string
 
@@ -48,7 +50,8 @@ type NAD struct {
 	Change string `json:"change,omitempty"`
 	// Pools are the netpool IPPools of the section's ranges.
 	Pools []string `json:"pools,omitempty"`
-	// Kept counts the attachments of those pools that keep their addresses: no address moves.
+	// Kept counts the attachments of those pools that are (or, in a dry run, would be) imported,
+	// so keep their addresses after the switch: no address moves.
 	Kept int `json:"kept"`
 	// Note is something the operator must check before switching.
 	Note string `json:"note,omitempty"`
@@ -135,9 +138,16 @@ func (r *Report) count() {
 	for _, f := range r.Findings {
 		add(f.Action)
 	}
-	for _, n := range r.NADs {
+	for i := range r.NADs {
+		n := &r.NADs[i]
 		if n.Error != "" {
 			s.Invalid++
+		}
+		n.Kept = 0
+		for _, a := range r.Allocations {
+			if slices.Contains(n.Pools, a.Pool) && (a.Action == ActionCreate || a.Action == ActionCreated || a.Action == ActionUnchanged) {
+				n.Kept++
+			}
 		}
 	}
 	r.Summary = s
