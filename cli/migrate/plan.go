@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -15,6 +16,7 @@ import (
 	"github.com/netpool/netpool/allocator"
 	"github.com/netpool/netpool/allocator/ippool"
 	"github.com/netpool/netpool/allocator/kubestore"
+	"github.com/netpool/netpool/controller/gcpolicy"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
 	"github.com/netpool/netpool/ipam"
 )
@@ -240,18 +242,13 @@ func (p *plan) addAllocation(ctx context.Context, pods *podCache, pp *poolPlan, 
 	if err != nil {
 		return err
 	}
-	if pod == nil {
-		add(ActionSkipped, fmt.Sprintf("pod %s does not exist: whereabouts leaked the address", a.PodRef))
-		return nil
+	node := ""
+	if pod != nil {
+		ref.UID, node = string(pod.UID), pod.Spec.NodeName
+		e.PodUID, e.Node = ref.UID, node
 	}
-	if pod.Spec.NodeName == "" {
-		add(ActionSkipped, fmt.Sprintf("pod %s is on no node: whereabouts leaked the address", a.PodRef))
-		return nil
-	}
-	ref.UID = string(pod.UID)
-	e.PodUID, e.Node = ref.UID, pod.Spec.NodeName
 	network, reason := pp.networkOf(pod, a.IfName)
-	if reason != "" {
+	if reason != "" && pod != nil {
 		add(ActionInvalid, reason)
 		return nil
 	}
@@ -259,7 +256,17 @@ func (p *plan) addAllocation(ctx context.Context, pods *podCache, pp *poolPlan, 
 	al := &allocator.Allocation{Addr: a.Addr, Owner: allocator.Owner{ContainerID: a.ContainerID, IfName: a.IfName},
 		Network: network, Pod: ref}
 	scope := ippool.ReservationScope(pp.want.Name, pp.cfg.NetworkName, pp.overlap)
-	want := kubestore.NewReservation(pod.Spec.NodeName, pp.want.Name, scope, pp.cfg.NetworkName, al)
+	want := kubestore.NewReservation(node, pp.want.Name, scope, pp.cfg.NetworkName, al)
+	// What the controller's GC would release at once is a whereabouts leak, not an attachment.
+	if v := gcpolicy.Judge(want, gcpolicy.Facts{Pod: pod}, time.Now(), 0); v.Reason != "" {
+		e.PodUID, e.Network = "", ""
+		add(ActionSkipped, fmt.Sprintf("whereabouts leaked it: netpool's GC would release it at once (%s: %s)", v.Reason, v.Detail))
+		return nil
+	}
+	if node == "" {
+		add(ActionSkipped, fmt.Sprintf("pod %s is on no node: whereabouts leaked the address", a.PodRef))
+		return nil
+	}
 	e.Reservation = want.Name
 	for _, o := range p.res {
 		if o.want.Name == want.Name {
@@ -280,6 +287,9 @@ func (pp *poolPlan) networkOf(pod *corev1.Pod, ifName string) (string, string) {
 		for n := range pp.networks {
 			return n, ""
 		}
+	}
+	if pod == nil {
+		return "", "no pod"
 	}
 	var status []nadv1.NetworkStatus
 	_ = json.Unmarshal([]byte(pod.Annotations[nadv1.NetworkStatusAnnot]), &status) // absent or malformed: no answer below

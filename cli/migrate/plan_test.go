@@ -149,3 +149,39 @@ func TestPlanFindings(t *testing.T) {
 		t.Fatalf("summary %+v", r.Summary)
 	}
 }
+
+// TestPlanLeaks: an allocation whose pod the controller's GC policy would release at once is a
+// whereabouts leak and is skipped; a pending pod's is imported.
+func TestPlanLeaks(t *testing.T) {
+	at := func(key, pod string) wbAllocation {
+		return wbAllocation{Key: key, Addr: netip.MustParseAddr("10.3.0." + key), ContainerID: "c" + key, PodRef: "a/" + pod, IfName: "net1"}
+	}
+	s := &state{
+		nads: []nadv1.NetworkAttachmentDefinition{nadOf("a", "l", `{"name":"l","ipam":{"type":"whereabouts","range":"10.3.0.0/24","kubernetes":{"kubeconfig":"/k"}}}`)},
+		pools: []*wbPool{{Namespace: "kube-system", Name: "10.3.0.0-24", Range: netip.MustParsePrefix("10.3.0.0/24"),
+			Allocations: []wbAllocation{at("1", "done"), at("2", "moved"), at("3", "pending"), at("4", "gone"), at("5", "nowhere")}}},
+	}
+	done := podOn("a", "done", "n1", "")
+	done.Status.Phase = corev1.PodSucceeded
+	moved := podOn("a", "moved", "n1", `[{"name":"a/l","interface":"net1","ips":["10.3.0.99"]}]`)
+	moved.Status.Phase = corev1.PodRunning
+	r := planOf(t, s, done, moved, podOn("a", "pending", "n1", ""), podOn("a", "nowhere", "", ""))
+	want := []struct {
+		action Action
+		reason string
+	}{
+		{ActionSkipped, "(PodFinished: pod a/done has Succeeded)"},
+		{ActionSkipped, "(NotInNetworkStatus: pod a/moved is running and its network-status does not list 10.3.0.2)"},
+		{ActionCreate, ""},
+		{ActionSkipped, "(PodDeleted: pod a/gone no longer exists)"},
+		{ActionSkipped, "pod a/nowhere is on no node"},
+	}
+	if len(r.Allocations) != len(want) {
+		t.Fatalf("allocations %+v", r.Allocations)
+	}
+	for i, w := range want {
+		if a := r.Allocations[i]; a.Action != w.action || !strings.Contains(a.Reason, w.reason) {
+			t.Errorf("%s: %s %q, want %s %q", a.Address, a.Action, a.Reason, w.action, w.reason)
+		}
+	}
+}
