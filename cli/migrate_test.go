@@ -10,6 +10,8 @@ import (
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -240,6 +242,20 @@ func TestMigrateWhereaboutsBadInput(t *testing.T) {
 	notFound(t, w.c.Get(ctx, client.ObjectKey{Name: pool}, &ipamv1.IPPool{}), "IPPool after a refused run")
 	if rs := reservationsOf(t, w, pool); len(rs) != 0 {
 		t.Fatalf("a refused run created %d reservations", len(rs))
+	}
+
+	// A user who may read everything but create nothing: even the dry run stops, saying why.
+	reader := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "migrate-wb-reader"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"get", "list"}}}}
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "migrate-wb-reader"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: reader.Name},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "migrate-wb-reader"}}}
+	w.mustCreate(t, reader, binding)
+	readOnly := w.env.UserKubeconfig(t, "migrate-wb-reader", nil)
+	w.nad(t, "migrate-wb-bad", "fine", w.whereaboutsConfig(t, "migrate-fine-net", "migfine", "10.250.11.0/28"))
+	if _, _, err := runCLI(t, "migrate", "whereabouts", "--kubeconfig", readOnly, "-n", ns); err == nil ||
+		!strings.Contains(err.Error(), "in a server-side dry run") || !strings.Contains(err.Error(), "the dry run needs create") {
+		t.Errorf("a read-only user's dry run: %v, want the create verb named", err)
 	}
 
 	for _, bad := range []struct {

@@ -81,10 +81,10 @@ func (p *plan) write(ctx context.Context, c client.Client, dry bool) error {
 			if cerr := checkPool(have, pp); cerr != nil {
 				e.Action, e.Reason = ActionConflict, cerr.Error()
 			}
-		case apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsBadRequest(err):
+		case apierrors.IsInvalid(err) || apierrors.IsBadRequest(err):
 			e.Action, e.Reason = ActionInvalid, err.Error()
 		default:
-			return fmt.Errorf("failed to create IPPool %s: %w", pp.want.Name, err)
+			return createError("IPPool "+pp.want.Name, dry, err)
 		}
 	}
 	for _, r := range p.res {
@@ -109,10 +109,10 @@ func (p *plan) write(ctx context.Context, c client.Client, dry bool) error {
 			} else {
 				e.Action, e.Reason = ActionConflict, "netpool already gives it to "+kubestore.HolderText(have)
 			}
-		case apierrors.IsInvalid(err) || apierrors.IsForbidden(err) || apierrors.IsBadRequest(err):
+		case apierrors.IsInvalid(err) || apierrors.IsBadRequest(err):
 			e.Action, e.Reason = ActionInvalid, err.Error()
 		default:
-			return fmt.Errorf("failed to create reservation %s: %w", r.want.Name, err)
+			return createError("reservation "+r.want.Name, dry, err)
 		}
 	}
 	return nil
@@ -132,4 +132,17 @@ func checkPool(have *ipamv1.IPPool, pp *poolPlan) error {
 		return fmt.Errorf("IPPool %s changed its overlappingRanges during the run: run again", have.Name)
 	}
 	return nil
+}
+
+// createError explains a failed Create; a refused dry run says that it needs the create verb too.
+func createError(what string, dry bool, err error) error {
+	if dry && apierrors.IsForbidden(err) {
+		return fmt.Errorf("failed to create %s in a server-side dry run: %w (the dry run needs create on ippools and "+
+			"overlappingrangeipreservations.ipam.netpool.io, as --apply does, since the API server validates each object)", what, err)
+	}
+	verb := "create"
+	if dry {
+		verb = "create (dry run)"
+	}
+	return fmt.Errorf("failed to %s %s: %w", verb, what, err)
 }
