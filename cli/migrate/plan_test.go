@@ -185,3 +185,22 @@ func TestPlanLeaks(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanUnreadablePool: a whereabouts IPPool whose range cannot be read makes its NAD's pool
+// invalid; one that no NAD uses is a finding.
+func TestPlanUnreadablePool(t *testing.T) {
+	s := &state{
+		nads: []nadv1.NetworkAttachmentDefinition{nadOf("a", "q", `{"name":"q","ipam":{"type":"whereabouts","range":"10.2.0.0/24","network_name":"q","kubernetes":{"kubeconfig":"/k"}}}`)},
+		unreadable: []unreadablePool{
+			{"kube-system", "q-10.2.0.0-24", `whereabouts IPPool kube-system/q-10.2.0.0-24: spec.range "x" is not a CIDR`},
+			{"kube-system", "other", `whereabouts IPPool kube-system/other: spec.range "" is not a CIDR`},
+		},
+	}
+	r := planOf(t, s)
+	if len(r.Pools) != 1 || r.Pools[0].Action != ActionInvalid || !strings.Contains(r.Pools[0].Reason, `spec.range "x"`) {
+		t.Fatalf("pools %+v", r.Pools)
+	}
+	if len(r.Findings) != 1 || !strings.HasSuffix(r.Findings[0].Object, "kube-system/other") || !r.Blocked() {
+		t.Fatalf("findings %+v", r.Findings)
+	}
+}
