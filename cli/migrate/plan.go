@@ -77,6 +77,10 @@ func newPlan(ctx context.Context, c client.Reader, s *state, scoped bool) (*plan
 	matched := map[string]bool{} // namespace/name of whereabouts reservations that an allocation explains
 	networks := map[string]bool{}
 	pods := podCache{c: c, pods: map[string]*corev1.Pod{}}
+	wbLocks := map[string]wbReservation{} // whereabouts' reservations by namespace/name
+	for _, r := range s.reservations {
+		wbLocks[r.Namespace+"/"+r.Name] = r
+	}
 	for _, n := range names {
 		pp := byName[n]
 		networks[pp.cfg.NetworkName] = true
@@ -94,7 +98,16 @@ func newPlan(ctx context.Context, c client.Reader, s *state, scoped bool) (*plan
 				Pool: pp.want.Name, Action: ActionInvalid, Reason: pr.Reason})
 		}
 		for _, a := range pp.wb.Allocations {
-			matched[pp.wb.Namespace+"/"+wbReservationName(pp.cfg.NetworkName, a.Addr)] = true
+			key := pp.wb.Namespace + "/" + wbReservationName(pp.cfg.NetworkName, a.Addr)
+			matched[key] = true
+			if r, ok := wbLocks[key]; ok && r.PodRef != a.PodRef {
+				// whereabouts disagrees with itself on who holds the address: nobody can tell which
+				// pod uses it, and importing either could give it to two.
+				p.report.Allocations = append(p.report.Allocations, Allocation{Address: a.Addr.String(), Pool: pp.want.Name,
+					Whereabouts: pp.wb.allocationID(a.Key), Pod: a.PodRef, ContainerID: a.ContainerID, IfName: a.IfName, Action: ActionInvalid,
+					Reason: fmt.Sprintf("whereabouts' OverlappingRangeIPReservation %s names pod %s, its IPPool allocation pod %s", key, r.PodRef, a.PodRef)})
+				continue
+			}
 			if err := p.addAllocation(ctx, &pods, pp, a); err != nil {
 				return nil, err
 			}

@@ -204,3 +204,25 @@ func TestPlanUnreadablePool(t *testing.T) {
 		t.Fatalf("findings %+v", r.Findings)
 	}
 }
+
+// TestPlanWhereaboutsDisagrees: an allocation whose whereabouts reservation names another pod is
+// invalid; one whose reservation agrees is imported.
+func TestPlanWhereaboutsDisagrees(t *testing.T) {
+	s := &state{
+		nads: []nadv1.NetworkAttachmentDefinition{nadOf("a", "d", `{"name":"d","ipam":{"type":"whereabouts","range":"10.1.0.0/24","network_name":"d","kubernetes":{"kubeconfig":"/k"}}}`)},
+		pools: []*wbPool{{Namespace: "kube-system", Name: "d-10.1.0.0-24", Range: netip.MustParsePrefix("10.1.0.0/24"), Allocations: []wbAllocation{
+			{Key: "1", Addr: netip.MustParseAddr("10.1.0.1"), ContainerID: "c1", PodRef: "a/p", IfName: "net1"},
+			{Key: "2", Addr: netip.MustParseAddr("10.1.0.2"), ContainerID: "c2", PodRef: "a/p", IfName: "net2"},
+		}}},
+		reservations: []wbReservation{
+			{Namespace: "kube-system", Name: "d-10.1.0.1", PodRef: "a/p"},
+			{Namespace: "kube-system", Name: "d-10.1.0.2", PodRef: "a/other"},
+		},
+	}
+	r := planOf(t, s, podOn("a", "p", "n1", ""))
+	if len(r.Allocations) != 2 || r.Allocations[0].Action != ActionCreate || r.Allocations[1].Action != ActionInvalid ||
+		!strings.Contains(r.Allocations[1].Reason, "OverlappingRangeIPReservation kube-system/d-10.1.0.2 names pod a/other, its IPPool allocation pod a/p") ||
+		len(r.Findings) != 0 {
+		t.Fatalf("allocations %+v findings %+v", r.Allocations, r.Findings)
+	}
+}
