@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -258,6 +260,16 @@ func TestMigrateWhereaboutsBadInput(t *testing.T) {
 		t.Errorf("a read-only user's dry run: %v, want the create verb named", err)
 	}
 
+	unreachable := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(unreachable, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+users: [{name: u, user: {token: t}}]
+current-context: c
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, bad := range []struct {
 		args []string
 		want string
@@ -266,6 +278,7 @@ func TestMigrateWhereaboutsBadInput(t *testing.T) {
 		{[]string{"migrate", "whereabouts", "--kubeconfig", "/nonexistent/kubeconfig"}, "failed to load the cluster's client config"},
 		{[]string{"migrate", "whereabouts", "--kubeconfig", w.env.Kubeconfig, "-o", "xml"}, `unknown output format "xml"`},
 		{[]string{"migrate", "whereabouts", "extra"}, `unknown command "extra"`},
+		{[]string{"migrate", "whereabouts", "--kubeconfig", unreachable, "--request-timeout", "2s"}, "failed to list NetworkAttachmentDefinitions"},
 	} {
 		if _, _, err := runCLI(t, bad.args...); err == nil || !strings.Contains(err.Error(), bad.want) {
 			t.Errorf("%v: %v, want an error containing %q", bad.args, err, bad.want)
