@@ -326,3 +326,37 @@ func sorted(as []netip.Addr) []netip.Addr {
 	slices.SortFunc(out, netip.Addr.Compare)
 	return out
 }
+
+// TestMigrateWhereaboutsIPv6: whereabouts' offsets and names of an IPv6 range, as the real plugin
+// writes them, become the reservations of the addresses it gave.
+func TestMigrateWhereaboutsIPv6(t *testing.T) {
+	w := mustWhereabouts(t)
+	const ns, networkName, subnet = "migrate-wb-v6", "migv6", "fd00:250:12::/120"
+	w.namespace(t, ns)
+	config := w.whereaboutsConfig(t, "migrate-v6-net", networkName, subnet)
+	w.nad(t, ns, "v6", config)
+	var given []netip.Addr
+	for _, name := range []string{"p1", "p2"} {
+		p := w.pod(t, ns, name, "mig-v6")
+		a, err := cniAdd(t, w.plugin, []byte(config), "cid-"+name, p)
+		if err != nil {
+			t.Fatalf("whereabouts ADD %s: %v", name, err)
+		}
+		given = append(given, a)
+	}
+	out, errOut, err := runCLI(t, "migrate", "whereabouts", "--kubeconfig", w.env.Kubeconfig, "-n", ns, "--apply", "-o", "json")
+	if err != nil {
+		t.Fatalf("%v (%s)", err, errOut)
+	}
+	r := decodeReport(t, out)
+	rs := reservationsOf(t, w, ipamv1.PoolName(networkName, netip.MustParsePrefix(subnet)))
+	if len(rs) != 2 || len(r.Allocations) != 2 {
+		t.Fatalf("%d reservations, report %s", len(rs), out)
+	}
+	for i, res := range rs {
+		if res.Spec.Address != given[i].String() || res.Name != ipamv1.ReservationName(networkName, given[i]) ||
+			r.Allocations[i].Address != given[i].String() || r.Allocations[i].Action != migrate.ActionCreated {
+			t.Errorf("reservation %s (%s), report %+v; whereabouts gave %s", res.Name, res.Spec.Address, r.Allocations[i], given[i])
+		}
+	}
+}

@@ -31,12 +31,17 @@ func podOn(ns, name, node, status string) *corev1.Pod {
 
 func planOf(t *testing.T, s *state, objs ...client.Object) *Report {
 	t.Helper()
+	return scopedPlanOf(t, s, false, objs...)
+}
+
+func scopedPlanOf(t *testing.T, s *state, scoped bool, objs ...client.Object) *Report {
+	t.Helper()
 	scheme, err := controller.NewScheme()
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build()
-	p, err := newPlan(context.Background(), c, s, false)
+	p, err := newPlan(context.Background(), c, s, scoped)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,5 +229,26 @@ func TestPlanWhereaboutsDisagrees(t *testing.T) {
 		!strings.Contains(r.Allocations[1].Reason, "OverlappingRangeIPReservation kube-system/d-10.1.0.2 names pod a/other, its IPPool allocation pod a/p") ||
 		len(r.Findings) != 0 {
 		t.Fatalf("allocations %+v findings %+v", r.Allocations, r.Findings)
+	}
+}
+
+// TestPlanScoped: with a namespace, only whereabouts objects of that namespace's networks are
+// reported.
+func TestPlanScoped(t *testing.T) {
+	alloc := []wbAllocation{{Key: "1", Addr: netip.MustParseAddr("10.6.0.1"), ContainerID: "c", PodRef: "b/p", IfName: "net1"}}
+	s := &state{
+		nads: []nadv1.NetworkAttachmentDefinition{nadOf("a", "s", `{"name":"s","ipam":{"type":"whereabouts","range":"10.2.0.0/24","network_name":"mine","kubernetes":{"kubeconfig":"/k"}}}`)},
+		pools: []*wbPool{
+			{Namespace: "kube-system", Name: "mine-10.6.0.0-24", Range: netip.MustParsePrefix("10.6.0.0/24"), Allocations: alloc},
+			{Namespace: "kube-system", Name: "theirs-10.6.0.0-24", Range: netip.MustParsePrefix("10.6.0.0/24"), Allocations: alloc},
+		},
+		reservations: []wbReservation{{Namespace: "kube-system", Name: "mine-10.2.0.9"}, {Namespace: "kube-system", Name: "10.2.0.9"}},
+	}
+	r := scopedPlanOf(t, s, true)
+	if len(r.Findings) != 2 || !strings.HasSuffix(r.Findings[0].Object, "/mine-10.6.0.0-24") || !strings.HasSuffix(r.Findings[1].Object, "/mine-10.2.0.9") {
+		t.Fatalf("findings %+v", r.Findings)
+	}
+	if r := planOf(t, s); len(r.Findings) != 4 {
+		t.Fatalf("unscoped findings %+v", r.Findings)
 	}
 }
