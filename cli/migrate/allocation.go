@@ -67,14 +67,14 @@ func (p *plan) addAllocation(ctx context.Context, pods *podCache, pp *poolPlan, 
 		return nil
 	}
 	e.Reservation = want.Name
-	for _, o := range p.res {
-		if o.want.Name == want.Name {
-			add(ActionConflict, fmt.Sprintf("whereabouts also gave the address to %s (%s)", p.report.Allocations[o.entry].Pod, p.report.Allocations[o.entry].Whereabouts))
-			return nil
-		}
+	if o := p.resByName[want.Name]; o != nil {
+		add(ActionConflict, fmt.Sprintf("whereabouts also gave the address to %s (%s)", p.report.Allocations[o.entry].Pod, p.report.Allocations[o.entry].Whereabouts))
+		return nil
 	}
 	add(ActionCreate, "")
-	p.res = append(p.res, &resPlan{entry: len(p.report.Allocations) - 1, pool: pp, want: want, owner: al.Owner})
+	r := &resPlan{entry: len(p.report.Allocations) - 1, pool: pp, want: want, owner: al.Owner}
+	p.res = append(p.res, r)
+	p.resByName[want.Name] = r
 	return nil
 }
 

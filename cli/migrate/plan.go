@@ -46,6 +46,8 @@ type plan struct {
 	report *Report
 	pools  []*poolPlan
 	res    []*resPlan
+	// resByName finds a planned reservation by name: two allocations must not claim one name.
+	resByName map[string]*resPlan
 	// configs are the loaded configs of Report.NADs, index for index (nil for a NAD in error).
 	configs []*ipam.Config
 }
@@ -55,7 +57,8 @@ func (p *plan) configOf(nad int) *ipam.Config { return p.configs[nad] }
 // newPlan works out, from what the cluster holds, which netpool pools and reservations the
 // whereabouts allocations become. It reads the netpool pools and the pods; it writes nothing.
 func newPlan(ctx context.Context, c client.Reader, s *state, scoped bool) (*plan, error) {
-	p := &plan{report: &Report{NADs: []NAD{}, Pools: []Pool{}, Allocations: []Allocation{}, Findings: []Finding{}}}
+	p := &plan{report: &Report{NADs: []NAD{}, Pools: []Pool{}, Allocations: []Allocation{}, Findings: []Finding{}},
+		resByName: map[string]*resPlan{}}
 	byName := map[string]*poolPlan{}
 	sort.Slice(s.nads, func(i, j int) bool {
 		a, b := s.nads[i], s.nads[j]

@@ -252,3 +252,26 @@ func TestPlanScoped(t *testing.T) {
 		t.Fatalf("unscoped findings %+v", r.Findings)
 	}
 }
+
+// TestPlanSameAddressTwice: two whereabouts pools of one network that gave one address to two
+// pods (whereabouts' overlapping-range lock was off or lost) cannot both be imported under the
+// network's one reservation name: the second is a conflict.
+func TestPlanSameAddressTwice(t *testing.T) {
+	s := &state{
+		nads: []nadv1.NetworkAttachmentDefinition{
+			nadOf("a", "wide", `{"name":"n","ipam":{"type":"whereabouts","range":"10.1.0.0/24","network_name":"n","kubernetes":{"kubeconfig":"/k"}}}`),
+			nadOf("a", "narrow", `{"name":"n","ipam":{"type":"whereabouts","range":"10.1.0.0/25","network_name":"n","kubernetes":{"kubeconfig":"/k"}}}`),
+		},
+		pools: []*wbPool{
+			{Namespace: "kube-system", Name: "n-10.1.0.0-24", Range: netip.MustParsePrefix("10.1.0.0/24"),
+				Allocations: []wbAllocation{{Key: "5", Addr: netip.MustParseAddr("10.1.0.5"), ContainerID: "c1", PodRef: "a/p1", IfName: "net1"}}},
+			{Namespace: "kube-system", Name: "n-10.1.0.0-25", Range: netip.MustParsePrefix("10.1.0.0/25"),
+				Allocations: []wbAllocation{{Key: "5", Addr: netip.MustParseAddr("10.1.0.5"), ContainerID: "c2", PodRef: "a/p2", IfName: "net1"}}},
+		},
+	}
+	r := planOf(t, s, podOn("a", "p1", "n1", ""), podOn("a", "p2", "n2", ""))
+	if len(r.Allocations) != 2 || r.Allocations[0].Action != ActionCreate || r.Allocations[1].Action != ActionConflict ||
+		!strings.Contains(r.Allocations[1].Reason, "whereabouts also gave the address to a/p1 (kube-system/n-10.1.0.0-24[5])") {
+		t.Fatalf("allocations %+v", r.Allocations)
+	}
+}
