@@ -37,6 +37,7 @@ func newRoot(out, errOut io.Writer, now func() time.Time) *cobra.Command {
 		newRelease(opts),
 		newLeaks(opts),
 		newCheck(opts),
+		newMigrate(opts),
 	)
 	// The completion command is made here rather than at Execute, so docs/cli.md lists it.
 	root.InitDefaultCompletionCmd()

@@ -20,23 +20,33 @@ const NetworkAnnotation = ipamv1.GroupName + "/network"
 
 // newReservation builds the reservation that claims al.Addr in pool u for this node.
 func (s *Store) newReservation(u *poolUse, al *allocator.Allocation) *ipamv1.OverlappingRangeIPReservation {
+	return NewReservation(s.node, u.state.name, u.scope, u.networkName, al)
+}
+
+// NewReservation builds the reservation that claims al.Addr in the IPPool pool for an attachment
+// on node: named ipamv1.ReservationName(scope, al.Addr), with the node and pool labels, the CNI
+// network annotation (al.Network) and the attachment's identity. networkName is the NAD's
+// network_name. It is the object the node agent creates on ADD, and the one that netpoolctl
+// migrate creates for an attachment it imports, so that the agent of that node finds it by
+// (containerID, ifName) on DEL.
+func NewReservation(node, pool, scope, networkName string, al *allocator.Allocation) *ipamv1.OverlappingRangeIPReservation {
 	r := &ipamv1.OverlappingRangeIPReservation{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: ipamv1.ReservationName(u.scope, al.Addr),
+			Name: ipamv1.ReservationName(scope, al.Addr),
 			Labels: map[string]string{
-				ipamv1.NodeLabel: ipamv1.LabelValue(s.node),
-				ipamv1.PoolLabel: ipamv1.LabelValue(u.state.name),
+				ipamv1.NodeLabel: ipamv1.LabelValue(node),
+				ipamv1.PoolLabel: ipamv1.LabelValue(pool),
 			},
 			Annotations: map[string]string{NetworkAnnotation: al.Network},
 		},
 		Spec: ipamv1.OverlappingRangeIPReservationSpec{
 			Address:     al.Addr.String(),
-			Pool:        u.state.name,
+			Pool:        pool,
 			ContainerID: al.Owner.ContainerID,
 			IfName:      al.Owner.IfName,
 			PodUID:      al.Pod.UID,
-			Node:        s.node,
-			NetworkName: u.networkName,
+			Node:        node,
+			NetworkName: networkName,
 		},
 	}
 	if al.Pod.Namespace != "" && al.Pod.Name != "" {
@@ -45,15 +55,20 @@ func (s *Store) newReservation(u *poolUse, al *allocator.Allocation) *ipamv1.Ove
 	return r
 }
 
-// ownedBy reports whether r is the claim of owner on this node in pool, as one of this store's
-// earlier Creates would have made it.
-func (s *Store) ownedBy(r *ipamv1.OverlappingRangeIPReservation, pool string, owner allocator.Owner) bool {
-	return r.Spec.Node == s.node && r.Spec.Pool == pool &&
+// OwnedBy reports whether r is the claim of owner on node in pool, as NewReservation made it.
+func OwnedBy(r *ipamv1.OverlappingRangeIPReservation, node, pool string, owner allocator.Owner) bool {
+	return r.Spec.Node == node && r.Spec.Pool == pool &&
 		r.Spec.ContainerID == owner.ContainerID && r.Spec.IfName == owner.IfName
 }
 
-// holderText names who holds r, for "address in use" errors.
-func holderText(r *ipamv1.OverlappingRangeIPReservation) string {
+// ownedBy reports whether r is the claim of owner on this node in pool, as one of this store's
+// earlier Creates would have made it.
+func (s *Store) ownedBy(r *ipamv1.OverlappingRangeIPReservation, pool string, owner allocator.Owner) bool {
+	return OwnedBy(r, s.node, pool, owner)
+}
+
+// HolderText names who holds r, for "address in use" errors.
+func HolderText(r *ipamv1.OverlappingRangeIPReservation) string {
 	s := fmt.Sprintf("%s/%s", r.Spec.ContainerID, r.Spec.IfName)
 	if r.Spec.PodRef != "" {
 		s += " (pod " + r.Spec.PodRef + ")"

@@ -298,7 +298,7 @@ func (t *txn) tryCreate(ctx context.Context, u *poolUse, al *allocator.Allocatio
 			t.adopt(u, existing)
 			return created, "", nil
 		}
-		return taken, holderText(existing), nil
+		return taken, HolderText(existing), nil
 	}
 	err = apiFailure("create reservation "+want.Name, err)
 	if uncertain {

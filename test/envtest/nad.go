@@ -9,6 +9,7 @@ import (
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -19,15 +20,26 @@ import (
 const nadCRDFile = "controller/testdata/nad-crd.yaml"
 
 // InstallNADCRD installs the NetworkAttachmentDefinition CRD and waits until it is established,
-// for tests that create NADs (Multus reads them).
+// for tests that create NADs (Multus reads them). A CRD already installed (by another test of a
+// shared Env) is waited for, not an error.
 func (e *Env) InstallNADCRD(tb testing.TB) {
 	tb.Helper()
 	root, err := moduleRoot()
 	if err != nil {
 		tb.Fatalf("finding the checkout: %v", err)
 	}
-	if err := installCRDFile(e.Client, filepath.Join(root, nadCRDFile)); err != nil {
-		tb.Fatalf("installing the NAD CRD: %v", err)
+	e.InstallCRDFiles(tb, filepath.Join(root, nadCRDFile))
+}
+
+// InstallCRDFiles installs the CRDs of the given YAML files (one CRD each) and waits until each is
+// established. A CRD already installed is waited for, not an error, so tests that share an Env
+// may each install what they need.
+func (e *Env) InstallCRDFiles(tb testing.TB, paths ...string) {
+	tb.Helper()
+	for _, p := range paths {
+		if err := installCRDFile(e.Client, p); err != nil {
+			tb.Fatalf("installing the CRD of %s: %v", p, err)
+		}
 	}
 }
 
@@ -42,7 +54,7 @@ func installCRDFile(c client.Client, path string) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := c.Create(ctx, crd); err != nil {
+	if err := c.Create(ctx, crd); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
 	return wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {

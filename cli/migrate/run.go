@@ -1,0 +1,148 @@
+package migrate
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/netpool/netpool/allocator/ippool"
+	"github.com/netpool/netpool/allocator/kubestore"
+	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
+)
+
+// Options of a run.
+type Options struct {
+	// Apply writes; without it the run is a dry run that changes nothing.
+	Apply bool
+	// Namespace limits the run to the NADs of one namespace; empty means every namespace.
+	Namespace string
+}
+
+// Run imports whereabouts' allocations into netpool, or with Apply unset says what it would do.
+//
+// Every object is first created with a server-side dry run, so the API server's own validation,
+// and AlreadyExists for what netpool already holds, decide each entry; an existing reservation of
+// the same attachment on the same node is a migration done before (unchanged), of anyone else a
+// conflict. With Apply, and only when that pass found no conflict and nothing invalid, the same
+// objects are created for real: pools first, so no reservation ever names a missing pool. Nothing
+// existing is ever changed or deleted, so a second run changes nothing.
+func Run(ctx context.Context, c client.Client, o Options) (*Report, error) {
+	s, err := read(ctx, c, o.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	p, err := newPlan(ctx, c, s, o.Namespace != "")
+	if err != nil {
+		return nil, err
+	}
+	if err := p.write(ctx, c, true); err != nil {
+		return nil, err
+	}
+	p.report.count()
+	if o.Apply && !p.report.Blocked() {
+		p.report.Applied = true
+		if err := p.write(ctx, c, false); err != nil {
+			p.report.count()
+			return p.report, err
+		}
+		p.report.count()
+	}
+	return p.report, nil
+}
+
+// write creates what the plan holds as ActionCreate: with dry set, as a server-side dry run.
+func (p *plan) write(ctx context.Context, c client.Client, dry bool) error {
+	var opts []client.CreateOption
+	if dry {
+		opts = append(opts, client.DryRunAll)
+	}
+	done := ActionCreated
+	if dry {
+		done = ActionCreate
+	}
+	for _, pp := range p.pools {
+		e := &p.report.Pools[pp.entry]
+		if e.Action != ActionCreate {
+			continue
+		}
+		err := c.Create(ctx, pp.want.DeepCopy(), opts...)
+		switch {
+		case err == nil:
+			e.Action = done
+		case apierrors.IsAlreadyExists(err):
+			// Created since the plan was made (by the agent's first ADD, say): judge it again.
+			have := &ipamv1.IPPool{}
+			if gerr := c.Get(ctx, client.ObjectKey{Name: pp.want.Name}, have); gerr != nil {
+				return fmt.Errorf("failed to read IPPool %s: %w", pp.want.Name, gerr)
+			}
+			e.Action = ActionUnchanged
+			if cerr := checkPool(have, pp); cerr != nil {
+				e.Action, e.Reason = ActionConflict, cerr.Error()
+			}
+		case apierrors.IsInvalid(err) || apierrors.IsBadRequest(err):
+			e.Action, e.Reason = ActionInvalid, err.Error()
+		default:
+			return createError("IPPool "+pp.want.Name, dry, err)
+		}
+	}
+	for _, r := range p.res {
+		e := &p.report.Allocations[r.entry]
+		if e.Action != ActionCreate {
+			continue
+		}
+		if pe := p.report.Pools[r.pool.entry].Action; pe == ActionConflict || pe == ActionInvalid {
+			continue
+		}
+		err := c.Create(ctx, r.want.DeepCopy(), opts...)
+		switch {
+		case err == nil:
+			e.Action = done
+		case apierrors.IsAlreadyExists(err):
+			have := &ipamv1.OverlappingRangeIPReservation{}
+			if gerr := c.Get(ctx, client.ObjectKey{Name: r.want.Name}, have); gerr != nil {
+				return fmt.Errorf("failed to read reservation %s: %w", r.want.Name, gerr)
+			}
+			if kubestore.OwnedBy(have, r.want.Spec.Node, r.want.Spec.Pool, r.owner) {
+				e.Action = ActionUnchanged
+			} else {
+				e.Action, e.Reason = ActionConflict, "netpool already gives it to "+kubestore.HolderText(have)
+			}
+		case apierrors.IsInvalid(err) || apierrors.IsBadRequest(err):
+			e.Action, e.Reason = ActionInvalid, err.Error()
+		default:
+			return createError("reservation "+r.want.Name, dry, err)
+		}
+	}
+	return nil
+}
+
+// checkPool checks that have, the IPPool found under pp's name, is pp's pool in pp's mode, the
+// mode that named pp's reservations.
+func checkPool(have *ipamv1.IPPool, pp *poolPlan) error {
+	if err := ippool.CheckDerivedFor(have, pp.cfg.NetworkName, pp.rng); err != nil {
+		return err
+	}
+	overlap, err := ippool.ResolveOverlapping(have, pp.cfg)
+	if err != nil {
+		return err
+	}
+	if overlap != pp.overlap {
+		return fmt.Errorf("IPPool %s changed its overlappingRanges during the run: run again", have.Name)
+	}
+	return nil
+}
+
+// createError explains a failed Create; a refused dry run says that it needs the create verb too.
+func createError(what string, dry bool, err error) error {
+	if dry && apierrors.IsForbidden(err) {
+		return fmt.Errorf("failed to create %s in a server-side dry run: %w (the dry run needs create on ippools and "+
+			"overlappingrangeipreservations.ipam.netpool.io, as --apply does, since the API server validates each object)", what, err)
+	}
+	verb := "create"
+	if dry {
+		verb = "create (dry run)"
+	}
+	return fmt.Errorf("failed to %s %s: %w", verb, what, err)
+}
