@@ -78,6 +78,15 @@ type Config struct {
 	// OverlappingRangesSet is whether the config states enable_overlapping_ranges. When it does
 	// not, EnableOverlappingRanges is the default (true), and an IPPool referenced by name decides.
 	OverlappingRangesSet bool
+	// AllowPersistentIPs opts the network in to IPAMClaims (allowPersistentIPs, as KubeVirt's
+	// ipam-extensions expects): an attachment whose network selection element carries an
+	// ipam-claim-reference holds the claim's address, which outlives the pod (datastore
+	// kubernetes only; the store resolves the claim).
+	AllowPersistentIPs bool
+	// Persistent is the persistent owner of this attachment's addresses, when it has one: set by
+	// the store that resolves it (an IPAMClaim), never parsed from the config. Empty: the
+	// attachment itself owns them.
+	Persistent string
 }
 
 // PodRef names the pod behind an attachment, as Multus passes it in CNI_ARGS.
@@ -130,12 +139,13 @@ type wireIPAM struct {
 		Kubeconfig  string `json:"kubeconfig"`
 		AgentSocket string `json:"agent_socket"`
 	} `json:"kubernetes"`
-	Pool              string `json:"pool"`
-	ConfigurationPath string `json:"configuration_path"`
-	LogFile           string `json:"log_file"`
-	LogLevel          string `json:"log_level"`
-	Datastore         string `json:"datastore"`
-	Bbolt             struct {
+	Pool               string `json:"pool"`
+	AllowPersistentIPs *bool  `json:"allowPersistentIPs"`
+	ConfigurationPath  string `json:"configuration_path"`
+	LogFile            string `json:"log_file"`
+	LogLevel           string `json:"log_level"`
+	Datastore          string `json:"datastore"`
+	Bbolt              struct {
 		Path        string `json:"path"`
 		LockTimeout string `json:"lock_timeout"`
 	} `json:"bbolt"`
@@ -153,7 +163,7 @@ var ignoredFields = []string{
 var netpoolFields = []string{
 	"type", "range", "range_start", "range_end", "exclude", "ipRanges", "gateway", "routes", "dns",
 	"network_name", "enable_overlapping_ranges", "kubernetes", "configuration_path", "log_file",
-	"log_level", "datastore", "bbolt", "pool",
+	"log_level", "datastore", "bbolt", "pool", "allowPersistentIPs",
 }
 
 var knownFields = slices.Concat(netpoolFields, ignoredFields)
@@ -226,6 +236,12 @@ func Load(stdin []byte, cniArgs string, readFlat FlatReader) (*Config, error) {
 		c.EnableOverlappingRanges = true
 	} else {
 		c.EnableOverlappingRanges, c.OverlappingRangesSet = *w.EnableOverlappingRanges, true
+	}
+	if w.AllowPersistentIPs != nil && *w.AllowPersistentIPs {
+		if c.Datastore != DatastoreKubernetes {
+			return nil, configErr("allowPersistentIPs", "true", "needs datastore %q: IPAMClaims live in the Kubernetes API", DatastoreKubernetes)
+		}
+		c.AllowPersistentIPs = true
 	}
 	args, err := ParseCNIArgs(cniArgs)
 	if err != nil {

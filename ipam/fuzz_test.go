@@ -16,6 +16,9 @@ func FuzzLoad(f *testing.F) {
 		`{"name":"n","runtimeConfig":{"ips":["10.0.0.5/24"]},"ipam":{"type":"netpool","range":"10.0.0.0/24"}}`,
 		`{"ipam":{"range":"10.0.0.0/24","range_start":"10.0.0.50","range_end":"10.0.0.40"}}`,
 		`{"ipam":{"range":"fd00::/48","exclude":["fd00::/49","fd00:0:0:8000::5"]}}`,
+		`{"name":"n","ipam":{"type":"netpool","datastore":"kubernetes","range":"10.0.0.0/24","allowPersistentIPs":true}}`,
+		`{"name":"n","ipam":{"type":"netpool","range":"10.0.0.0/24","allowPersistentIPs":true}}`,
+		`{"name":"n","ipam":{"type":"netpool","datastore":"kubernetes","range":"10.0.0.0/24","allowPersistentIPs":"yes"}}`,
 		`{"ipam":null}`, `[]`, `{"ipam":{"range":"1.2.3.4/0"}}`,
 	} {
 		f.Add([]byte(seed), "IP=10.0.0.5")

@@ -187,6 +187,9 @@ func (t *txn) ClaimNext(ctx context.Context, p allocator.Pool, al *allocator.All
 		}
 		unlockPool(st)
 		if res != taken {
+			if err == nil {
+				err = t.recordPersistent(p, al)
+			}
 			return err
 		}
 		// The next round chooses again, past the address found taken.
@@ -235,7 +238,23 @@ func (t *txn) Claim(ctx context.Context, p allocator.Pool, al *allocator.Allocat
 	if res == taken {
 		return fmt.Errorf("%w: %s in pool %s is held by %s", allocator.ErrAddressInUse, al.Addr, u.state.name, holder)
 	}
+	if err == nil {
+		err = t.recordPersistent(p, al)
+	}
 	return err
+}
+
+// recordPersistent notes a claimed address of the call's persistent owner, for its status.
+func (t *txn) recordPersistent(p allocator.Pool, al *allocator.Allocation) error {
+	if al.Persistent == "" {
+		return nil
+	}
+	cu, err := t.claimFor(al.Persistent)
+	if err != nil {
+		return err
+	}
+	cu.bound[p.Key] = netip.PrefixFrom(al.Addr, p.Range.Subnet.Bits())
+	return nil
 }
 
 // tryCreate creates the reservation of a for al. When another attachment holds a, the outcome is
@@ -246,7 +265,7 @@ func (t *txn) Claim(ctx context.Context, p allocator.Pool, al *allocator.Allocat
 func (t *txn) tryCreate(ctx context.Context, u *poolUse, al *allocator.Allocation, a netip.Addr, wantHolder bool) (outcome, string, error) {
 	s := t.b.s
 	al.Addr = a
-	want := s.newReservation(u, al)
+	want := s.newReservation(u, al, t.b.claim)
 	got := want.DeepCopy()
 	uncertain := false
 	err := s.retry(ctx, "create reservation "+want.Name, func(ctx context.Context) error {
