@@ -101,7 +101,7 @@ func (s *Store) userOf(al *allocator.Allocation) ipamv1.ReservationUser {
 // node label) with its other users kept: a migration's source still runs. Node isolation
 // (deploy/base/agent-admission.yaml) lets a node take over a persistently owned reservation, but
 // not drop the users of the node it takes it from. When spec.users is full, the oldest users of
-// other nodes go first; the controller's GC drops users whose pods are gone.
+// other nodes go first.
 func (s *Store) bindUser(ctx context.Context, name string, owner ipamv1.ReservationOwner, user ipamv1.ReservationUser) (*ipamv1.OverlappingRangeIPReservation, error) {
 	for attempt := 1; ; attempt++ {
 		r := &ipamv1.OverlappingRangeIPReservation{}
@@ -202,6 +202,11 @@ func (t *txn) Unbind(ctx context.Context, key string, owner allocator.Owner) (al
 		r.Spec.Users = users
 		if len(users) == 0 {
 			r.Spec.Users = nil
+		} else if r.Spec.ContainerID == owner.ContainerID && r.Spec.IfName == owner.IfName {
+			// The holder goes while others stay bound: the last bound of them holds it now, so
+			// that the index no longer finds the address under the attachment that left.
+			last := users[len(users)-1]
+			r.Spec.ContainerID, r.Spec.IfName, r.Spec.PodRef, r.Spec.PodUID = last.ContainerID, last.IfName, last.PodRef, last.PodUID
 		}
 		err = s.retry(ctx, "unbind reservation "+e.name, func(ctx context.Context) error {
 			return s.client.Update(ctx, r)
