@@ -134,10 +134,11 @@ func (a *Allocator) release(ctx context.Context, c *ipam.Config, pick func(conte
 			}
 			for _, o := range owners {
 				if pt, ok := tx.(PersistentTxn); ok {
-					if _, unbound, err := pt.Unbind(ctx, p.Key, o); err != nil || unbound {
-						if err != nil {
-							return err
-						}
+					_, unbound, err := pt.Unbind(ctx, p.Key, o)
+					if err != nil {
+						return err
+					}
+					if unbound {
 						continue
 					}
 				}

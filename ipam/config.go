@@ -83,10 +83,6 @@ type Config struct {
 	// ipam-claim-reference holds the claim's address, which outlives the pod (datastore
 	// kubernetes only; the store resolves the claim).
 	AllowPersistentIPs bool
-	// Persistent is the persistent owner of this attachment's addresses, when it has one: set by
-	// the store that resolves it (an IPAMClaim), never parsed from the config. Empty: the
-	// attachment itself owns them.
-	Persistent string
 }
 
 // PodRef names the pod behind an attachment, as Multus passes it in CNI_ARGS.

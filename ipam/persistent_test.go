@@ -37,8 +37,8 @@ func TestLoadAllowPersistentIPs(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if c.AllowPersistentIPs != tt.want || c.Persistent != "" {
-				t.Fatalf("AllowPersistentIPs = %v, Persistent = %q; want %v and none", c.AllowPersistentIPs, c.Persistent, tt.want)
+			if c.AllowPersistentIPs != tt.want {
+				t.Fatalf("AllowPersistentIPs = %v, want %v", c.AllowPersistentIPs, tt.want)
 			}
 		})
 	}

@@ -105,9 +105,20 @@ func (s *Store) userOf(al *allocator.Allocation) ipamv1.ReservationUser {
 func (s *Store) bindUser(ctx context.Context, name string, owner ipamv1.ReservationOwner, user ipamv1.ReservationUser) (*ipamv1.OverlappingRangeIPReservation, error) {
 	for attempt := 1; ; attempt++ {
 		r := &ipamv1.OverlappingRangeIPReservation{}
+		// This node's own reservations are in the cache (a VM restarted here costs no read); one
+		// of another node, or a cached copy that lost an update, is read live.
+		var reader client.Reader = s.client
+		if attempt > 1 {
+			reader = s.live
+		}
 		err := s.retry(ctx, "read reservation "+name, func(ctx context.Context) error {
-			return s.live.Get(ctx, client.ObjectKey{Name: name}, r)
+			return reader.Get(ctx, client.ObjectKey{Name: name}, r)
 		})
+		if apierrors.IsNotFound(err) && attempt == 1 {
+			err = s.retry(ctx, "read reservation "+name, func(ctx context.Context) error {
+				return s.live.Get(ctx, client.ObjectKey{Name: name}, r)
+			})
+		}
 		if apierrors.IsNotFound(err) {
 			return nil, nil
 		}
