@@ -20,11 +20,12 @@ var ipamClaimKind = schema.GroupKind{Group: ipamclaimsv1.GroupName, Kind: "IPAMC
 // a deleted claim finds its addresses.
 const reservationOwnerField = "spec.owner"
 
-func reservationOwner(o client.Object) []string {
-	if owner := o.(*ipamv1.OverlappingRangeIPReservation).Spec.Owner; owner != nil {
-		return []string{owner.Key()}
+func reservationOwner(obj client.Object) []string {
+	r, ok := obj.(*ipamv1.OverlappingRangeIPReservation)
+	if !ok || r.Spec.Owner == nil {
+		return nil
 	}
-	return nil
+	return []string{r.Spec.Owner.Key()}
 }
 
 // reservationsOfClaim maps a claim's deletion to the reservations it owns.
