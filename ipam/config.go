@@ -135,16 +135,17 @@ type wireIPAM struct {
 		Kubeconfig  string `json:"kubeconfig"`
 		AgentSocket string `json:"agent_socket"`
 	} `json:"kubernetes"`
-	Pool               string `json:"pool"`
-	AllowPersistentIPs *bool  `json:"allowPersistentIPs"`
-	ConfigurationPath  string `json:"configuration_path"`
-	LogFile            string `json:"log_file"`
-	LogLevel           string `json:"log_level"`
-	Datastore          string `json:"datastore"`
-	Bbolt              struct {
+	Pool              string `json:"pool"`
+	ConfigurationPath string `json:"configuration_path"`
+	LogFile           string `json:"log_file"`
+	LogLevel          string `json:"log_level"`
+	Datastore         string `json:"datastore"`
+	Bbolt             struct {
 		Path        string `json:"path"`
 		LockTimeout string `json:"lock_timeout"`
 	} `json:"bbolt"`
+	// AllowPersistentIPs: IPAMClaims (Config.AllowPersistentIPs).
+	AllowPersistentIPs *bool `json:"allowPersistentIPs"`
 }
 
 // ignoredFields are whereabouts settings that cannot change which address is handed out, so a
