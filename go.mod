@@ -8,6 +8,7 @@ require (
 	github.com/go-logr/logr v1.4.4
 	github.com/google/go-containerregistry v0.21.7
 	github.com/google/nftables v0.3.0
+	github.com/k8snetworkplumbingwg/ipamclaims v0.5.1-alpha
 	github.com/k8snetworkplumbingwg/network-attachment-definition-client v1.7.7
 	github.com/prometheus/client_golang v1.24.0
 	github.com/prometheus/client_model v0.6.2

@@ -39,6 +39,10 @@ func (a *Allocator) Add(ctx context.Context, c *ipam.Config, owner Owner) ([]All
 	pools := a.pools(c)
 	out := make([]Allocation, len(pools))
 	err := a.store.Update(ctx, func(ctx context.Context, tx Txn) error {
+		persistent, err := persistentOwner(ctx, tx, owner)
+		if err != nil {
+			return err
+		}
 		for i, p := range pools {
 			requested := requestedIn(c, i)
 			got, held, err := tx.Get(ctx, p.Key, owner)
@@ -55,7 +59,17 @@ func (a *Allocator) Add(ctx context.Context, c *ipam.Config, owner Owner) ([]All
 			}
 			al := Allocation{
 				Pool: p.Key, Owner: owner, Network: c.Name, Pod: c.Pod,
-				Scope: p.Scope, Created: a.now().UTC(),
+				Scope: p.Scope, Created: a.now().UTC(), Persistent: persistent,
+			}
+			if persistent != "" {
+				bound, err := tx.(PersistentTxn).Rebind(ctx, p, &al)
+				if err != nil {
+					return err
+				}
+				if bound {
+					out[i] = al
+					continue
+				}
 			}
 			if requested.IsValid() {
 				if err := p.Range.Allowed(requested); err != nil {
@@ -79,6 +93,15 @@ func (a *Allocator) Add(ctx context.Context, c *ipam.Config, owner Owner) ([]All
 	return out, nil
 }
 
+// persistentOwner asks the store for owner's persistent owner; a store that keeps none has none.
+func persistentOwner(ctx context.Context, tx Txn, owner Owner) (string, error) {
+	pt, ok := tx.(PersistentTxn)
+	if !ok {
+		return "", nil
+	}
+	return pt.PersistentOwner(ctx, owner)
+}
+
 func requestedIn(c *ipam.Config, i int) netip.Addr {
 	for _, r := range c.Requested {
 		if c.RangeFor(r) == i {
@@ -97,8 +120,9 @@ func (a *Allocator) Del(ctx context.Context, c *ipam.Config, owner Owner) ([]All
 }
 
 // release releases, in one Update, the owners that pick names in each pool of the config, and
-// returns what was released. An owner that holds nothing is skipped. The list restarts when the
-// store runs fn again, so it names only what the last run released.
+// returns what was released. An owner that holds nothing is skipped; one bound to a persistently
+// owned address is unbound, and the address stays held. The list restarts when the store runs fn
+// again, so it names only what the last run released.
 func (a *Allocator) release(ctx context.Context, c *ipam.Config, pick func(context.Context, Txn, Pool) ([]Owner, error)) ([]Allocation, error) {
 	var released []Allocation
 	err := a.store.Update(ctx, func(ctx context.Context, tx Txn) error {
@@ -109,6 +133,15 @@ func (a *Allocator) release(ctx context.Context, c *ipam.Config, pick func(conte
 				return err
 			}
 			for _, o := range owners {
+				if pt, ok := tx.(PersistentTxn); ok {
+					_, unbound, err := pt.Unbind(ctx, p.Key, o)
+					if err != nil {
+						return err
+					}
+					if unbound {
+						continue
+					}
+				}
 				al, ok, err := tx.Release(ctx, p, o)
 				if err != nil {
 					return err

@@ -22,4 +22,10 @@ var (
 	ErrStoreBusy = errors.New("store busy")
 	// ErrStoreUnusable is returned when the store cannot be opened or is corrupt.
 	ErrStoreUnusable = errors.New("store unusable")
+	// ErrPersistentOwnerInvalid is returned when an attachment names a persistent owner it may not
+	// use: an IPAMClaim for another network or interface, or a claim together with requested ips.
+	ErrPersistentOwnerInvalid = errors.New("persistent owner invalid")
+	// ErrPersistentOwnerNotFound is returned when the persistent owner an attachment names (an
+	// IPAMClaim), or the pod that names it, does not exist.
+	ErrPersistentOwnerNotFound = errors.New("persistent owner not found")
 )

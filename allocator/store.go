@@ -23,6 +23,9 @@ type Allocation struct {
 	Pod     ipam.PodRef
 	Scope   string // the overlap scope it is also recorded in, released with it ("" = none)
 	Created time.Time
+	// Persistent is the persistent owner of the address (PersistentTxn), "" when the attachment
+	// owns it.
+	Persistent string
 }
 
 // Pool is what a store needs to pick an address: the pool's identity, the range (window and

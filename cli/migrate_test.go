@@ -13,6 +13,7 @@ import (
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -98,7 +99,7 @@ func TestMigrateWhereabouts(t *testing.T) {
 			p := pods[i]
 			want := ipamv1.OverlappingRangeIPReservationSpec{Address: given[i].String(), Pool: pool, ContainerID: ids[i], IfName: "net1",
 				PodRef: ns + "/" + p.Name, PodUID: string(p.UID), Node: p.Spec.NodeName, NetworkName: networkName}
-			if r.Spec != want || r.Name != networkName+"."+given[i].String() || r.Labels[ipamv1.NodeLabel] != p.Spec.NodeName ||
+			if !equality.Semantic.DeepEqual(r.Spec, want) || r.Name != networkName+"."+given[i].String() || r.Labels[ipamv1.NodeLabel] != p.Spec.NodeName ||
 				r.Labels[ipamv1.PoolLabel] != pool || r.Annotations[kubestore.NetworkAnnotation] != network {
 				t.Errorf("reservation %s: %+v %v %v; want spec %+v, node label %s, network %s", r.Name, r.Spec, r.Labels, r.Annotations, want, p.Spec.NodeName, network)
 			}

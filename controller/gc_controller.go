@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	ipamclaimsv1 "github.com/k8snetworkplumbingwg/ipamclaims/pkg/crd/ipamclaims/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -45,6 +46,10 @@ type gcReconciler struct {
 	Now nowFunc
 	// Release releases (or, in a dry run, reports) what the GC found leaked.
 	Release *releaser
+	// claimsWatched is set by SetupWithManager when the IPAMClaim CRD is served: a claim's
+	// deletion then queues its reservations at once, and the cache answers for claims. Without
+	// it, claims are read live and a deleted claim's address goes at the next sweep.
+	claimsWatched bool
 }
 
 // SetupWithManager registers the reconciler with its three sources: reservations, pods and the
@@ -53,20 +58,26 @@ func (r *gcReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Client == nil || r.Live == nil || r.Metrics == nil || r.Release == nil {
 		return fmt.Errorf("reservation GC: Client, Live, Metrics and Release are required")
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("reservation-gc").
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.Workers}).
 		Watches(&ipamv1.OverlappingRangeIPReservation{}, &handler.EnqueueRequestForObject{},
 			builder.WithPredicates(createdOnly())).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.reservationsOfPod),
 			builder.WithPredicates(podChangedForGC())).
-		WatchesRawSource(sweepSource(r.Client, r.SweepInterval, r.Metrics)).
-		Complete(r)
+		WatchesRawSource(sweepSource(r.Client, r.SweepInterval, r.Metrics))
+	if _, err := mgr.GetRESTMapper().RESTMapping(ipamClaimKind); err == nil {
+		r.claimsWatched = true
+		b = b.Watches(&ipamclaimsv1.IPAMClaim{}, handler.EnqueueRequestsFromMapFunc(r.reservationsOfClaim),
+			builder.WithPredicates(deletedOnly()))
+	}
+	return b.Complete(r)
 }
 
 // +kubebuilder:rbac:groups=ipam.netpool.io,resources=overlappingrangeipreservations,verbs=get;list;watch;delete
 // +kubebuilder:rbac:groups=ipam.netpool.io,resources=ippools,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups=k8s.cni.cncf.io,resources=ipamclaims,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile judges one reservation, and releases it when it leaked.
@@ -81,7 +92,11 @@ func (r *gcReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 	if !gcpolicy.Judgeable(res) {
 		return ctrl.Result{}, nil // being deleted, or no pod identity to judge by
 	}
-	facts, err := gcpolicy.Read(ctx, r.Client, res)
+	var cached client.Reader = r.Client
+	if res.Spec.Owner != nil && !r.claimsWatched {
+		cached = r.Live
+	}
+	facts, err := gcpolicy.Read(ctx, cached, res)
 	if err != nil {
 		return ctrl.Result{}, err
 	}

@@ -61,6 +61,7 @@ func baseIndexes() []fieldIndex {
 		{&ipamv1.OverlappingRangeIPReservation{}, reservationPodField, reservationPod},
 		{&ipamv1.OverlappingRangeIPReservation{}, reservationNodeField, reservationNode},
 		{&ipamv1.OverlappingRangeIPReservation{}, reservationNodePoolField, reservationNodePool},
+		{&ipamv1.OverlappingRangeIPReservation{}, reservationOwnerField, reservationOwner},
 		{&ipamv1.IPPoolSlice{}, sliceNodeField, sliceNode},
 		{&ipamv1.IPPoolSlice{}, sliceNodePoolField, sliceNodePool},
 		{&ipamv1.IPPool{}, poolNetworkField, poolNetwork},

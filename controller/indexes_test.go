@@ -19,6 +19,8 @@ func TestIndexFunctions(t *testing.T) {
 	res := newReservation("p", "10.0.0.5", pod, "node-a")
 	sl := &ipamv1.IPPoolSlice{Spec: ipamv1.IPPoolSliceSpec{Pool: "p", Node: "node-a"}}
 	pool := &ipamv1.IPPool{Spec: ipamv1.IPPoolSpec{NetworkName: "blue"}}
+	claimed := newReservation("p", "10.0.0.6", pod, "node-a")
+	claimed.Spec.Owner = &ipamv1.ReservationOwner{Kind: ipamv1.OwnerIPAMClaim, Namespace: "vms", Name: "vm-a.net1"}
 	nad := func(ipam string) *nadv1.NetworkAttachmentDefinition { return testNAD(conflist(ipam)) }
 	tests := []struct {
 		name    string
@@ -31,6 +33,8 @@ func TestIndexFunctions(t *testing.T) {
 		{"reservation by node", reservationNode, res, "node-a"},
 		{"reservation without node", reservationNode, newReservation("p", "10.0.0.5", nil, ""), ""},
 		{"reservation by node and pool", reservationNodePool, res, "node-a/p"},
+		{"reservation by persistent owner", reservationOwner, claimed, "IPAMClaim/vms/vm-a.net1"},
+		{"reservation without a persistent owner", reservationOwner, res, ""},
 		{"slice by node", sliceNode, sl, "node-a"},
 		{"slice by node and pool", sliceNodePool, sl, "node-a/p"},
 		{"pool by network", poolNetwork, pool, "blue"},

@@ -92,6 +92,9 @@ func (r *nodeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		if heldByEgressRouter(res) {
 			continue // a router's address belongs to the router, which releases it (no node holds it)
 		}
+		if res.Spec.Owner != nil {
+			continue // an IPAMClaim's address outlives its node: the VM restarts elsewhere and takes it over
+		}
 		pod := r.cachedPod(ctx, res)
 		if pod != nil && pod.Spec.NodeName != "" && pod.Spec.NodeName != req.Name {
 			// The pod runs on a node of another name: the agent's node name is not the Node's.

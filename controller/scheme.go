@@ -3,6 +3,7 @@ package controller
 import (
 	"fmt"
 
+	ipamclaimsv1 "github.com/k8snetworkplumbingwg/ipamclaims/pkg/crd/ipamclaims/v1alpha1"
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -13,7 +14,7 @@ import (
 
 // NewScheme returns a scheme with the kinds the controller reads and writes: client-go's built-in
 // kinds (pods, nodes, namespaces, events, leases), netpool's ipam.netpool.io and network.netpool.io kinds and Multus'
-// NetworkAttachmentDefinition.
+// NetworkAttachmentDefinition, and the IPAMClaims that own persistent addresses.
 func NewScheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{
@@ -21,6 +22,7 @@ func NewScheme() (*runtime.Scheme, error) {
 		ipamv1.AddToScheme,
 		networkv1.AddToScheme,
 		nadv1.AddToScheme,
+		ipamclaimsv1.AddToScheme,
 	} {
 		if err := add(s); err != nil {
 			return nil, fmt.Errorf("failed to build the scheme: %w", err)

@@ -82,6 +82,11 @@ type Config struct {
 	// address is free (0: off); ReuseCooldownSet is whether the config states it (see cooldown.go).
 	ReuseCooldown    time.Duration
 	ReuseCooldownSet bool
+	// AllowPersistentIPs opts the network in to IPAMClaims (allowPersistentIPs, as KubeVirt's
+	// ipam-extensions expects): an attachment whose network selection element carries an
+	// ipam-claim-reference holds the claim's address, which outlives the pod (datastore
+	// kubernetes only; the store resolves the claim).
+	AllowPersistentIPs bool
 }
 
 // PodRef names the pod behind an attachment, as Multus passes it in CNI_ARGS.
@@ -144,6 +149,8 @@ type wireIPAM struct {
 		Path        string `json:"path"`
 		LockTimeout string `json:"lock_timeout"`
 	} `json:"bbolt"`
+	// AllowPersistentIPs: IPAMClaims (Config.AllowPersistentIPs).
+	AllowPersistentIPs *bool `json:"allowPersistentIPs"`
 }
 
 // ignoredFields are whereabouts settings that cannot change which address is handed out, so a
@@ -158,7 +165,7 @@ var ignoredFields = []string{
 var netpoolFields = []string{
 	"type", "range", "range_start", "range_end", "exclude", "ipRanges", "gateway", "routes", "dns",
 	"network_name", "enable_overlapping_ranges", "kubernetes", "configuration_path", "log_file",
-	"log_level", "datastore", "bbolt", "pool", "reuseCooldown",
+	"log_level", "datastore", "bbolt", "pool", "reuseCooldown", "allowPersistentIPs",
 }
 
 var knownFields = slices.Concat(netpoolFields, ignoredFields)
@@ -234,6 +241,12 @@ func Load(stdin []byte, cniArgs string, readFlat FlatReader) (*Config, error) {
 	}
 	if err := c.setReuseCooldown(&w); err != nil {
 		return nil, err
+	}
+	if w.AllowPersistentIPs != nil && *w.AllowPersistentIPs {
+		if c.Datastore != DatastoreKubernetes {
+			return nil, configErr("allowPersistentIPs", "true", "needs datastore %q: IPAMClaims live in the Kubernetes API", DatastoreKubernetes)
+		}
+		c.AllowPersistentIPs = true
 	}
 	args, err := ParseCNIArgs(cniArgs)
 	if err != nil {

@@ -17,6 +17,9 @@ func FuzzLoad(f *testing.F) {
 		`{"ipam":{"range":"10.0.0.0/24","range_start":"10.0.0.50","range_end":"10.0.0.40"}}`,
 		`{"ipam":{"range":"fd00::/48","exclude":["fd00::/49","fd00:0:0:8000::5"]}}`,
 		`{"name":"n","ipam":{"type":"netpool","range":"10.0.0.0/24","reuseCooldown":"30s"}}`,
+		`{"name":"n","ipam":{"type":"netpool","datastore":"kubernetes","range":"10.0.0.0/24","allowPersistentIPs":true}}`,
+		`{"name":"n","ipam":{"type":"netpool","range":"10.0.0.0/24","allowPersistentIPs":true}}`,
+		`{"name":"n","ipam":{"type":"netpool","datastore":"kubernetes","range":"10.0.0.0/24","allowPersistentIPs":"yes"}}`,
 		`{"ipam":null}`, `[]`, `{"ipam":{"range":"1.2.3.4/0"}}`,
 	} {
 		f.Add([]byte(seed), "IP=10.0.0.5")

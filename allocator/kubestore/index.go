@@ -30,6 +30,27 @@ type entry struct {
 	netName string // spec.networkName, the address scope when overlapping ranges are on
 	pod     ipam.PodRef
 	created time.Time
+	// persistent is the key of the reservation's persistent owner (spec.owner), "" for none.
+	persistent string
+	// users are the attachments bound to a persistently owned address (spec.users); the index
+	// finds the entry under each of them.
+	users []allocator.Owner
+}
+
+// owners are the attachments the index finds e under: its holder, and every bound user.
+func (e *entry) owners() []allocator.Owner {
+	out := []allocator.Owner{e.owner}
+	for _, u := range e.users {
+		if u != e.owner {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// persistentKey finds a persistently owned reservation of a pool.
+type persistentKey struct {
+	pool, owner string
 }
 
 type ownerKey struct {
@@ -45,6 +66,8 @@ type index struct {
 	byName  map[string]*entry
 	byOwner map[ownerKey]map[string]*entry
 	byAddr  map[netip.Addr][]*entry
+	// byPersistent finds a pool's reservation of a persistent owner.
+	byPersistent map[persistentKey]*entry
 	// deleted holds the UIDs this store deleted, until the informer reports the delete (or
 	// tombstoneTTL passes), so a late add event cannot bring a released reservation back.
 	deleted map[types.UID]time.Time
@@ -57,11 +80,12 @@ type index struct {
 
 func newIndex() *index {
 	return &index{
-		byName:  map[string]*entry{},
-		byOwner: map[ownerKey]map[string]*entry{},
-		byAddr:  map[netip.Addr][]*entry{},
-		deleted: map[types.UID]time.Time{},
-		now:     time.Now,
+		byName:       map[string]*entry{},
+		byOwner:      map[ownerKey]map[string]*entry{},
+		byAddr:       map[netip.Addr][]*entry{},
+		byPersistent: map[persistentKey]*entry{},
+		deleted:      map[types.UID]time.Time{},
+		now:          time.Now,
 	}
 }
 
@@ -79,6 +103,12 @@ func entryOf(r *ipamv1.OverlappingRangeIPReservation) (*entry, bool) {
 		netName: r.Spec.NetworkName,
 		pod:     podOf(r.Spec.PodRef, r.Spec.PodUID),
 		created: r.CreationTimestamp.Time,
+	}
+	if r.Spec.Owner != nil {
+		e.persistent = r.Spec.Owner.Key()
+		for _, u := range r.Spec.Users {
+			e.users = append(e.users, allocator.Owner{ContainerID: u.ContainerID, IfName: u.IfName})
+		}
 	}
 	return e, true
 }
@@ -99,12 +129,17 @@ func (x *index) put(r *ipamv1.OverlappingRangeIPReservation) {
 		x.unlink(old)
 	}
 	x.byName[e.name] = e
-	k := ownerKey{e.pool, e.owner}
-	if x.byOwner[k] == nil {
-		x.byOwner[k] = map[string]*entry{}
+	for _, o := range e.owners() {
+		k := ownerKey{e.pool, o}
+		if x.byOwner[k] == nil {
+			x.byOwner[k] = map[string]*entry{}
+		}
+		x.byOwner[k][e.name] = e
 	}
-	x.byOwner[k][e.name] = e
 	x.byAddr[e.addr] = append(x.byAddr[e.addr], e)
+	if e.persistent != "" {
+		x.byPersistent[persistentKey{e.pool, e.persistent}] = e
+	}
 }
 
 // remove forgets the reservation name if the index holds the object uid (an empty uid matches any).
@@ -141,10 +176,15 @@ func (x *index) confirmDelete(name string, uid types.UID) {
 
 func (x *index) unlink(e *entry) {
 	delete(x.byName, e.name)
-	k := ownerKey{e.pool, e.owner}
-	delete(x.byOwner[k], e.name)
-	if len(x.byOwner[k]) == 0 {
-		delete(x.byOwner, k)
+	for _, o := range e.owners() {
+		k := ownerKey{e.pool, o}
+		delete(x.byOwner[k], e.name)
+		if len(x.byOwner[k]) == 0 {
+			delete(x.byOwner, k)
+		}
+	}
+	if pk := (persistentKey{e.pool, e.persistent}); e.persistent != "" && x.byPersistent[pk] == e {
+		delete(x.byPersistent, pk)
 	}
 	x.byAddr[e.addr] = slices.DeleteFunc(x.byAddr[e.addr], func(o *entry) bool { return o == e })
 	if len(x.byAddr[e.addr]) == 0 {
@@ -171,6 +211,16 @@ func (x *index) owned(pool string, owner allocator.Owner) []entry {
 	}
 	slices.SortFunc(out, func(a, b entry) int { return a.addr.Compare(b.addr) })
 	return out
+}
+
+// persistentIn returns this node's reservation of persistent owner key in pool.
+func (x *index) persistentIn(pool, key string) (entry, bool) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if e := x.byPersistent[persistentKey{pool, key}]; e != nil {
+		return *e, true
+	}
+	return entry{}, false
 }
 
 // holds reports whether this node holds the reservation name at a.

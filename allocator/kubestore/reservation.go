@@ -19,8 +19,15 @@ import (
 const NetworkAnnotation = ipamv1.GroupName + "/network"
 
 // newReservation builds the reservation that claims al.Addr in pool u for this node.
-func (s *Store) newReservation(u *poolUse, al *allocator.Allocation) *ipamv1.OverlappingRangeIPReservation {
-	return NewReservation(s.node, u.state.name, u.scope, u.networkName, al)
+// A persistently owned address (al.Persistent, the call's claim) records its owner and al's
+// attachment as its first user.
+func (s *Store) newReservation(u *poolUse, al *allocator.Allocation, claim *claimUse) *ipamv1.OverlappingRangeIPReservation {
+	r := NewReservation(s.node, u.state.name, u.scope, u.networkName, al)
+	if owner := persistentOwnerOf(claim, al); owner != nil {
+		r.Spec.Owner = owner
+		r.Spec.Users = []ipamv1.ReservationUser{s.userOf(al)}
+	}
+	return r
 }
 
 // NewReservation builds the reservation that claims al.Addr in the IPPool pool for an attachment
@@ -53,6 +60,15 @@ func NewReservation(node, pool, scope, networkName string, al *allocator.Allocat
 		r.Spec.PodRef = al.Pod.Namespace + "/" + al.Pod.Name
 	}
 	return r
+}
+
+// persistentOwnerOf is the spec.owner of al's reservation, nil when the attachment owns it.
+func persistentOwnerOf(claim *claimUse, al *allocator.Allocation) *ipamv1.ReservationOwner {
+	if al.Persistent == "" || claim == nil || claim.owner.Key() != al.Persistent {
+		return nil
+	}
+	o := claim.owner
+	return &o
 }
 
 // OwnedBy reports whether r is the claim of owner on node in pool, as NewReservation made it.
@@ -92,7 +108,7 @@ func podOf(podRef, uid string) ipam.PodRef {
 func allocationOf(key string, u *poolUse, e entry) allocator.Allocation {
 	return allocator.Allocation{
 		Pool: key, Addr: e.addr, Owner: e.owner, Network: e.network, Pod: e.pod,
-		Scope: scopeOf(u), Created: e.created.UTC(),
+		Scope: scopeOf(u), Created: e.created.UTC(), Persistent: e.persistent,
 	}
 }
 

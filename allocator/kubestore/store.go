@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	ipamclaimsv1 "github.com/k8snetworkplumbingwg/ipamclaims/pkg/crd/ipamclaims/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/fields"
@@ -94,6 +95,9 @@ func Scheme() (*runtime.Scheme, error) {
 	if err := ipamv1.AddToScheme(s); err != nil {
 		return nil, err
 	}
+	if err := ipamclaimsv1.AddToScheme(s); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -106,6 +110,8 @@ func restMapper() meta.RESTMapper {
 	}
 	m.Add(corev1.SchemeGroupVersion.WithKind("Namespace"), meta.RESTScopeRoot)
 	m.Add(corev1.SchemeGroupVersion.WithKind("Node"), meta.RESTScopeRoot)
+	m.Add(corev1.SchemeGroupVersion.WithKind("Pod"), meta.RESTScopeNamespace)
+	m.Add(ipamclaimsv1.SchemeGroupVersion.WithKind("IPAMClaim"), meta.RESTScopeNamespace)
 	return m
 }
 
@@ -246,6 +252,10 @@ func (s *Store) poolState(pool *ipamv1.IPPool, g geometry) *poolState {
 type callStore struct {
 	s     *Store
 	pools map[string]*poolUse
+	cfg   *ipam.Config // the resolved config of the call
+	// claim is the attachment's IPAMClaim, once PersistentOwner has resolved it (claimResolved).
+	claim         *claimUse
+	claimResolved bool
 }
 
 // poolUse is one pool as one config uses it.
@@ -281,7 +291,7 @@ func (s *Store) Bind(c *ipam.Config) (allocator.Store, *ipam.Config, error) {
 	} else if err := ippool.CheckDerivedCount(len(c.Ranges)); err != nil {
 		return nil, nil, &ipam.ConfigError{Field: "ipRanges", Reason: err.Error()}
 	}
-	b := &callStore{s: s, pools: map[string]*poolUse{}}
+	b := &callStore{s: s, pools: map[string]*poolUse{}, cfg: c}
 	for i, r := range c.Ranges {
 		var st *poolState
 		if c.Pool != "" {
@@ -340,6 +350,11 @@ func (b *callStore) run(ctx context.Context, writable bool, fn func(context.Cont
 	defer t.unlockOwner()
 	if err := fn(ctx, t); err != nil {
 		return errors.Join(err, t.rollback(ctx))
+	}
+	// The claim's status follows the addresses; the addresses stay whatever it comes to, and a
+	// repeated ADD writes it again.
+	if writable && b.claim != nil && len(b.claim.bound) > 0 {
+		return b.s.writeClaimStatus(ctx, b.claim)
 	}
 	return nil
 }

@@ -191,6 +191,9 @@ func (t *txn) ClaimNext(ctx context.Context, p allocator.Pool, al *allocator.All
 		}
 		unlockPool(st)
 		if res != taken {
+			if err == nil {
+				err = t.recordPersistent(p, al)
+			}
 			return err
 		}
 		// The next round chooses again, past the address found taken.
@@ -249,7 +252,23 @@ func (t *txn) Claim(ctx context.Context, p allocator.Pool, al *allocator.Allocat
 			unlockPool(u.state)
 		}
 	}
+	if err == nil {
+		err = t.recordPersistent(p, al)
+	}
 	return err
+}
+
+// recordPersistent notes a claimed address of the call's persistent owner, for its status.
+func (t *txn) recordPersistent(p allocator.Pool, al *allocator.Allocation) error {
+	if al.Persistent == "" {
+		return nil
+	}
+	cu, err := t.claimFor(al.Persistent)
+	if err != nil {
+		return err
+	}
+	cu.bound[p.Key] = netip.PrefixFrom(al.Addr, p.Range.Subnet.Bits())
+	return nil
 }
 
 // tryCreate creates the reservation of a for al. When another attachment holds a, the outcome is
@@ -260,7 +279,7 @@ func (t *txn) Claim(ctx context.Context, p allocator.Pool, al *allocator.Allocat
 func (t *txn) tryCreate(ctx context.Context, u *poolUse, al *allocator.Allocation, a netip.Addr, wantHolder bool) (outcome, string, error) {
 	s := t.b.s
 	al.Addr = a
-	want := s.newReservation(u, al)
+	want := s.newReservation(u, al, t.b.claim)
 	got := want.DeepCopy()
 	uncertain := false
 	err := s.retry(ctx, "create reservation "+want.Name, func(ctx context.Context) error {

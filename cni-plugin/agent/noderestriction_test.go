@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	ipamclaimsv1 "github.com/k8snetworkplumbingwg/ipamclaims/pkg/crd/ipamclaims/v1alpha1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/netpool/netpool/allocator/kubestore"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
 	"github.com/netpool/netpool/internal/kubeclient"
 	"github.com/netpool/netpool/test/envtest"
@@ -72,7 +74,8 @@ func TestNodeRestriction(t *testing.T) {
 		}
 	})
 	t.Run("another node's reservation and slice cannot be updated", func(t *testing.T) {
-		// RBAC gives the agent no update at all; the policy would deny it as well.
+		// RBAC gives the agent no update of slices, and update of reservations only to bind a
+		// claim's address; the policy denies both across nodes.
 		r := resB.DeepCopy()
 		r.Labels[ipamv1.NodeLabel] = "node-a"
 		r.Spec.Node = "node-a"
@@ -172,6 +175,88 @@ func TestNodeRestriction(t *testing.T) {
 			t.Errorf("the controller deleting node-b's reservation of %s: %v", ipB, err)
 		}
 	})
+	t.Run("a claim's address moves with its VM, and only so", func(t *testing.T) {
+		testClaimTakeOver(t, env, sh, na, nb, ca, cb)
+	})
+}
+
+// testClaimTakeOver migrates a VM from node-a to node-b through the agents under their pod-bound
+// tokens: node-b takes over the IPAMClaim's reservation (the policy's one exception to "each node
+// writes only its own"), and neither node can then drop the other's user or delete the address.
+func testClaimTakeOver(t *testing.T, env *envtest.Env, sh *shim, na, nb *running, ca, cb client.Client) {
+	ctx := context.Background()
+	env.InstallIPAMClaimCRD(t)
+	claim := &ipamclaimsv1.IPAMClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "vm-a.net1"},
+		Spec: ipamclaimsv1.IPAMClaimSpec{Network: "iso-vm", Interface: "net1"}}
+	if err := env.Client.Create(ctx, claim); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"launcher-src", "launcher-dst"} {
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, Annotations: map[string]string{
+				kubestore.NetworksAnnotation: `[{"name":"iso-vm","interface":"net1","ipam-claim-reference":"vm-a.net1"}]`}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "compute", Image: "virt-launcher"}}},
+		}
+		if err := env.Client.Create(ctx, pod); err != nil {
+			t.Fatal(err)
+		}
+	}
+	extra := `,"range":"10.84.1.0/24","allowPersistentIPs":true`
+	add := func(id, pod string, r *running) string {
+		t.Helper()
+		out, err := sh.call("ADD", id, "K8S_POD_NAMESPACE=default;K8S_POD_NAME="+pod, netConf("iso-vm", r.socket, extra))
+		if err != nil {
+			t.Fatalf("ADD %s on %s: %v", id, r.agent.opts.NodeName, err)
+		}
+		return firstIP(t, out)
+	}
+	x := add("vm-src", "launcher-src", na)
+	if got := add("vm-dst", "launcher-dst", nb); got != x {
+		t.Fatalf("the migration target on node-b got %s, the source on node-a %s", got, x)
+	}
+	var list ipamv1.OverlappingRangeIPReservationList
+	if err := env.Client.List(ctx, &list, client.MatchingFields{"spec.containerID": "vm-dst"}); err != nil || len(list.Items) != 1 {
+		t.Fatalf("reservation of the target: %d, %v", len(list.Items), err)
+	}
+	r := &list.Items[0]
+	if r.Spec.Node != "node-b" || r.Labels[ipamv1.NodeLabel] != "node-b" || len(r.Spec.Users) != 2 {
+		t.Fatalf("after the take-over the reservation is %+v %v, want node-b's with both users", r.Spec, r.Labels)
+	}
+	var got ipamclaimsv1.IPAMClaim
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(claim), &got); err != nil || got.Status.OwnerPod == nil || got.Status.OwnerPod.Name != "launcher-dst" {
+		t.Fatalf("claim status after the migration: %+v, %v; want ownerPod launcher-dst (written with the agent's token)", got.Status, err)
+	}
+
+	// node-a may take it back only keeping node-b's user; dropping it is denied.
+	back := r.DeepCopy()
+	back.Spec.Node, back.Labels[ipamv1.NodeLabel] = "node-a", "node-a"
+	back.Spec.Users = back.Spec.Users[:1] // the source's entry, on node-a
+	wantDenied(t, ca.Update(ctx, back, client.DryRunAll),
+		"node node-a may take over reservation "+r.Name+" of node node-b only keeping the users of node node-b")
+	keep := r.DeepCopy()
+	keep.Spec.Node, keep.Labels[ipamv1.NodeLabel] = "node-a", "node-a"
+	if err := ca.Update(ctx, keep, client.DryRunAll); err != nil {
+		t.Errorf("node-a taking the reservation back with every user kept (a migration back): %v", err)
+	}
+	// The reservation of an unowned address still cannot be taken over.
+	plain := forgedReservation("10.84.0.40", "node-b", "node-b")
+	if err := cb.Create(ctx, plain); err != nil {
+		t.Fatal(err)
+	}
+	plain.Spec.Node, plain.Labels[ipamv1.NodeLabel] = "node-a", "node-a"
+	wantDenied(t, ca.Update(ctx, plain, client.DryRunAll), "node node-a may not update overlappingrangeipreservations "+plain.Name+" of node node-b")
+	// The holder cannot delete the address while the source's pod on node-a is bound to it, nor
+	// can node-a.
+	wantDenied(t, cb.Delete(ctx, r.DeepCopy(), client.DryRunAll), "node node-b may not delete reservation "+r.Name+": a pod of another node is bound to it")
+	wantDenied(t, ca.Delete(ctx, r.DeepCopy(), client.DryRunAll), "node node-a may not delete overlappingrangeipreservations "+r.Name+" of node node-b")
+
+	// DEL of the source (node-a no longer holds it) leaves the address held.
+	if _, err := sh.call("DEL", "vm-src", "K8S_POD_NAMESPACE=default;K8S_POD_NAME=launcher-src", netConf("iso-vm", na.socket, extra)); err != nil {
+		t.Fatalf("DEL of the source: %v", err)
+	}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(r), &ipamv1.OverlappingRangeIPReservation{}); err != nil {
+		t.Fatalf("the claim's reservation after the source's DEL: %v", err)
+	}
 }
 
 // grantUpdate gives the agent's ServiceAccount update on reservations and slices, which

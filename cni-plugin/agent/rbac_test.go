@@ -23,6 +23,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -225,7 +226,12 @@ func TestAgentRBAC(t *testing.T) {
 				p.Status.Allocated = new(int64(42))
 				return c.Status().Update(ctx, p)
 			}},
-			{"update a reservation", func() error { return c.Update(ctx, labelled(res.DeepCopy())) }},
+			{"patch a reservation", func() error {
+				return c.Patch(ctx, res.DeepCopy(), client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"x":"y"}}}`)))
+			}},
+			{"delete a Pod", func() error {
+				return c.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: agentNamespace, Name: "p"}})
+			}},
 			{"delete every reservation at once", func() error {
 				return c.DeleteAllOf(ctx, &ipamv1.OverlappingRangeIPReservation{})
 			}},
@@ -278,9 +284,12 @@ func TestAgentRBAC(t *testing.T) {
 		granted := map[resource][]string{
 			{"ipam.netpool.io", "ippools", ""}:                        {"create", "get", "list", "watch"},
 			{"ipam.netpool.io", "ippoolslices", ""}:                   {"create", "delete", "get", "list", "watch"},
-			{"ipam.netpool.io", "overlappingrangeipreservations", ""}: {"create", "delete", "get", "list", "watch"},
+			{"ipam.netpool.io", "overlappingrangeipreservations", ""}: {"create", "delete", "get", "list", "watch", "update"},
 			{"", "namespaces", ""}:                                    {"get", "list", "watch"},
 			{"", "nodes", ""}:                                         {"get", "list", "watch"},
+			{"", "pods", ""}:                                          {"get"},
+			{"k8s.cni.cncf.io", "ipamclaims", ""}:                     {"get"},
+			{"k8s.cni.cncf.io", "ipamclaims", "status"}:               {"update"},
 		}
 		resources := []resource{
 			{"ipam.netpool.io", "ippools", ""}, {"ipam.netpool.io", "ippools", "status"},
@@ -295,7 +304,8 @@ func TestAgentRBAC(t *testing.T) {
 			{"apiextensions.k8s.io", "customresourcedefinitions", ""},
 			{"rbac.authorization.k8s.io", "clusterroles", ""}, {"rbac.authorization.k8s.io", "clusterrolebindings", ""},
 			{"k8s.cni.cncf.io", "network-attachment-definitions", ""},
-			{"apps", "daemonsets", ""},
+			{"k8s.cni.cncf.io", "ipamclaims", ""}, {"k8s.cni.cncf.io", "ipamclaims", "status"},
+			{"apps", "daemonsets", ""}, {"apps", "statefulsets", ""},
 		}
 		verbs := []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection", "escalate", "bind", "impersonate"}
 		for _, r := range resources {

@@ -24,6 +24,12 @@ const (
 	// kubernetes reached a Plugin that neither forwards to the agent nor opens a store for it. The
 	// netpool binary forwards and the agent serves, so only a program embedding the verbs sees it.
 	CodeDatastoreNotServed uint = 106
+	// CodePersistentOwnerInvalid means the attachment's IPAMClaim may not be used: its
+	// spec.network or spec.interface is not this attachment's, or ips were requested with it.
+	CodePersistentOwnerInvalid uint = 107
+	// CodePersistentOwnerNotFound means the IPAMClaim the attachment references (or its pod) does
+	// not exist.
+	CodePersistentOwnerNotFound uint = 108
 )
 
 // errDatastoreNotServed is returned when a datastore named in the config cannot be served by this
@@ -47,6 +53,8 @@ var codes = []struct {
 	{allocator.ErrCheckFailed, CodeCheckFailed},
 	{allocator.ErrStoreUnusable, CodeStoreUnusable},
 	{errDatastoreNotServed, CodeDatastoreNotServed},
+	{allocator.ErrPersistentOwnerInvalid, CodePersistentOwnerInvalid},
+	{allocator.ErrPersistentOwnerNotFound, CodePersistentOwnerNotFound},
 }
 
 // toCNIError gives err its CNI code. skel passes a *types.Error through unchanged and turns

@@ -18,18 +18,27 @@ import (
 type Facts struct {
 	// Pod is the reservation's pod, nil when no pod of that namespace and name exists.
 	Pod *corev1.Pod
+	// OwnerExists is whether the reservation's persistent owner (spec.owner: an IPAMClaim)
+	// exists. Read sets it only for a reservation with an owner, and then reads no pod: a
+	// persistently owned address does not depend on its pods.
+	OwnerExists bool
 }
 
 // Judgeable reports whether r names an owner the policy can judge. A reservation without a pod
-// identity (the runtime passed no K8S_POD_*), or one being deleted, is never judged.
+// identity (the runtime passed no K8S_POD_*) and without a persistent owner, or one being
+// deleted, is never judged.
 func Judgeable(r *ipamv1.OverlappingRangeIPReservation) bool {
 	_, _, ok := SplitPodRef(r.Spec.PodRef)
-	return ok && r.DeletionTimestamp == nil
+	return (ok || r.Spec.Owner != nil) && r.DeletionTimestamp == nil
 }
 
 // Read gathers the facts about r's owner from c: the controller passes its cache and then the API
 // server, the CLI the API server.
 func Read(ctx context.Context, c client.Reader, r *ipamv1.OverlappingRangeIPReservation) (Facts, error) {
+	if r.Spec.Owner != nil {
+		exists, err := ownerExists(ctx, c, *r.Spec.Owner)
+		return Facts{OwnerExists: exists}, err
+	}
 	ns, name, ok := SplitPodRef(r.Spec.PodRef)
 	if !ok {
 		return Facts{}, nil

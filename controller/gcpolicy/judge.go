@@ -55,13 +55,22 @@ func podHasUID(pod *corev1.Pod, uid string) bool {
 //   - it is released when its pod is Running and has a network-status that does not list the
 //     address. A pod without network-status (Multus has not written it, or never does), a pending
 //     pod (an ADD may still be running) and a terminating pod (the kubelet will DEL) keep theirs.
+//
+// A persistently owned reservation (spec.owner) is judged by its owner alone: it is released when
+// its IPAMClaim is gone, never because of its pods, which come and go (a VM restarts or migrates).
 func Judge(r *ipamv1.OverlappingRangeIPReservation, f Facts, now time.Time, grace time.Duration) Verdict {
 	pod := f.Pod
-	if r.Spec.PodRef == "" {
+	if r.Spec.PodRef == "" && r.Spec.Owner == nil {
 		return Verdict{}
 	}
 	if age := now.Sub(r.CreationTimestamp.Time); age < grace {
 		return Verdict{Recheck: grace - age}
+	}
+	if o := r.Spec.Owner; o != nil {
+		if f.OwnerExists {
+			return Verdict{}
+		}
+		return Verdict{Reason: ReasonOwnerDeleted, Detail: fmt.Sprintf("%s %s/%s no longer exists", o.Kind, o.Namespace, o.Name)}
 	}
 	if pod == nil {
 		return Verdict{Reason: ReasonPodDeleted, Detail: fmt.Sprintf("pod %s no longer exists", r.Spec.PodRef)}

@@ -14,4 +14,6 @@ const (
 	ReasonNotInNetworkStatus = "NotInNetworkStatus"
 	// ReasonNodeDeleted: the reservation's node was deleted.
 	ReasonNodeDeleted = "NodeDeleted"
+	// ReasonOwnerDeleted: the reservation's persistent owner (an IPAMClaim) was deleted.
+	ReasonOwnerDeleted = "OwnerDeleted"
 )

@@ -25,6 +25,12 @@ import (
 // a client with the controller's scheme. The test's end stops it and checks that it stopped cleanly.
 func mustController(t *testing.T, env *envtest.Env) client.Client {
 	t.Helper()
+	return mustControllerWith(t, env, nil)
+}
+
+// mustControllerWith is mustController with options changed by set (nil: the defaults).
+func mustControllerWith(t *testing.T, env *envtest.Env, set func(*controller.Options)) client.Client {
+	t.Helper()
 	scheme, err := controller.NewScheme()
 	must(t, err)
 	c, err := client.New(env.Config, client.Options{Scheme: scheme})
@@ -35,6 +41,9 @@ func mustController(t *testing.T, env *envtest.Env) client.Client {
 	opts.Logger, err = controller.NewLogger(os.Stderr, controller.LogFormatText, "error")
 	must(t, err)
 	ctrllog.SetLogger(opts.Logger) // as the controller binary does; the agent tests set it too
+	if set != nil {
+		set(&opts)
+	}
 	mgr, err := controller.New(env.Config, opts)
 	must(t, err)
 	ctx, cancel := context.WithCancel(context.Background())

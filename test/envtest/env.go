@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	ipamclaimsv1 "github.com/k8snetworkplumbingwg/ipamclaims/pkg/crd/ipamclaims/v1alpha1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -149,14 +150,15 @@ func (e *Env) finishStart(dir string) error {
 	return nil
 }
 
-// NewScheme returns a scheme with client-go's built-in kinds, apiextensions.k8s.io/v1 and netpool's
-// ipam.netpool.io/v1alpha1 kinds.
+// NewScheme returns a scheme with client-go's built-in kinds, apiextensions.k8s.io/v1, netpool's
+// ipam.netpool.io/v1alpha1 kinds and the IPAMClaim (InstallIPAMClaimCRD serves it).
 func NewScheme() (*runtime.Scheme, error) {
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{
 		clientgoscheme.AddToScheme,
 		apiextensionsv1.AddToScheme,
 		ipamv1.AddToScheme,
+		ipamclaimsv1.AddToScheme,
 	} {
 		if err := add(scheme); err != nil {
 			return nil, fmt.Errorf("failed to build the scheme: %w", err)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -110,7 +111,7 @@ func TestControlPlaneRestartKeepsDataAndURL(t *testing.T) {
 	if err := c.Get(ctx, client.ObjectKeyFromObject(res), &got); err != nil {
 		t.Fatalf("reading the reservation after the restart: %v", err)
 	}
-	if got.Spec != res.Spec || got.UID != res.UID {
+	if !equality.Semantic.DeepEqual(got.Spec, res.Spec) || got.UID != res.UID {
 		t.Fatalf("after the restart read %+v (uid %s), want %+v (uid %s)", got.Spec, got.UID, res.Spec, res.UID)
 	}
 	// The claim still holds: the same name cannot be created twice.

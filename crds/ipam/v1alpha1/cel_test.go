@@ -419,6 +419,33 @@ func testReservationCreate(t *testing.T, env *envtest.Env) {
 		{name: "podRef without a namespace", mutate: func(r *ipamv1.OverlappingRangeIPReservation) { r.Spec.PodRef = "web-0" }, wantErrors: []string{"spec.podRef in body should match"}},
 		{name: "node missing", mutate: func(r *ipamv1.OverlappingRangeIPReservation) { r.Spec.Node = "" }, wantErrors: []string{"spec.node: Required value"}},
 		{name: "node not a DNS name", mutate: func(r *ipamv1.OverlappingRangeIPReservation) { r.Spec.Node = "Node_A" }, wantErrors: []string{"spec.node in body should match"}},
+
+		{name: "owned by an IPAMClaim with its user", mutate: func(r *ipamv1.OverlappingRangeIPReservation) {
+			r.Spec.Owner = &ipamv1.ReservationOwner{Kind: ipamv1.OwnerIPAMClaim, Namespace: "vms", Name: "vm-a.net1"}
+			r.Spec.Users = []ipamv1.ReservationUser{{ContainerID: "0123abcd", IfName: "net1", PodRef: "vms/virt-launcher-a", Node: "node-a"}}
+		}},
+		{name: "owner of an unknown kind", mutate: func(r *ipamv1.OverlappingRangeIPReservation) {
+			r.Spec.Owner = &ipamv1.ReservationOwner{Kind: "Deployment", Namespace: "vms", Name: "a"}
+		}, wantErrors: []string{`spec.owner.kind: Unsupported value: "Deployment": supported values: "IPAMClaim"`}},
+		{name: "owner without a name", mutate: func(r *ipamv1.OverlappingRangeIPReservation) {
+			r.Spec.Owner = &ipamv1.ReservationOwner{Kind: ipamv1.OwnerIPAMClaim, Namespace: "vms"}
+		}, wantErrors: []string{"spec.owner.name: Required value"}},
+		{name: "owner namespace not a label", mutate: func(r *ipamv1.OverlappingRangeIPReservation) {
+			r.Spec.Owner = &ipamv1.ReservationOwner{Kind: ipamv1.OwnerIPAMClaim, Namespace: "VMs", Name: "a"}
+		}, wantErrors: []string{"spec.owner.namespace in body should match"}},
+		{name: "users without an owner", mutate: func(r *ipamv1.OverlappingRangeIPReservation) {
+			r.Spec.Users = []ipamv1.ReservationUser{{ContainerID: "0123abcd", IfName: "net1", Node: "node-a"}}
+		}, wantErrors: []string{"users are only recorded for an address with a persistent owner"}},
+		{name: "a user without a node", mutate: func(r *ipamv1.OverlappingRangeIPReservation) {
+			r.Spec.Owner = &ipamv1.ReservationOwner{Kind: ipamv1.OwnerIPAMClaim, Namespace: "vms", Name: "a"}
+			r.Spec.Users = []ipamv1.ReservationUser{{ContainerID: "0123abcd", IfName: "net1"}}
+		}, wantErrors: []string{"spec.users[0].node: Required value"}},
+		{name: "more users than a migration needs", mutate: func(r *ipamv1.OverlappingRangeIPReservation) {
+			r.Spec.Owner = &ipamv1.ReservationOwner{Kind: ipamv1.OwnerIPAMClaim, Namespace: "vms", Name: "a"}
+			for i := range ipamv1.MaxReservationUsers + 1 {
+				r.Spec.Users = append(r.Spec.Users, ipamv1.ReservationUser{ContainerID: fmt.Sprint("c", i), IfName: "net1", Node: "node-a"})
+			}
+		}, wantErrors: []string{"spec.users: Too many: 9: must have at most 8 items"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -432,16 +459,33 @@ func testReservationCreate(t *testing.T, env *envtest.Env) {
 func testReservationUpdate(t *testing.T, env *envtest.Env) {
 	tests := []struct {
 		name       string
+		owned      bool // created with an IPAMClaim owner and one user
 		mutate     func(r *ipamv1.OverlappingRangeIPReservation)
 		wantErrors []string
 	}{
 		{name: "recording the pod", mutate: func(r *ipamv1.OverlappingRangeIPReservation) { r.Spec.PodRef, r.Spec.PodUID = "ns/pod", "uid-1" }},
 		{name: "changing the address", mutate: func(r *ipamv1.OverlappingRangeIPReservation) { r.Spec.Address = "10.0.0.8" }, wantErrors: []string{"address is immutable; a reservation is the claim on exactly one address"}},
 		{name: "changing the pool", mutate: func(r *ipamv1.OverlappingRangeIPReservation) { r.Spec.Pool = "other" }, wantErrors: []string{"pool is immutable"}},
+		{name: "adding an owner", mutate: func(r *ipamv1.OverlappingRangeIPReservation) {
+			r.Spec.Owner = &ipamv1.ReservationOwner{Kind: ipamv1.OwnerIPAMClaim, Namespace: "vms", Name: "a"}
+		}, wantErrors: []string{"owner is immutable: an address keeps its persistent owner until it is released"}},
+		{name: "binding a second user", owned: true, mutate: func(r *ipamv1.OverlappingRangeIPReservation) {
+			r.Spec.Users = append(r.Spec.Users, ipamv1.ReservationUser{ContainerID: "target", IfName: "net1", Node: "node-b"})
+			r.Spec.Node, r.Spec.ContainerID = "node-b", "target"
+		}},
+		{name: "unbinding every user", owned: true, mutate: func(r *ipamv1.OverlappingRangeIPReservation) { r.Spec.Users = nil }},
+		{name: "changing the owner", owned: true, mutate: func(r *ipamv1.OverlappingRangeIPReservation) { r.Spec.Owner.Name = "b" },
+			wantErrors: []string{"owner is immutable"}},
+		{name: "removing the owner", owned: true, mutate: func(r *ipamv1.OverlappingRangeIPReservation) { r.Spec.Owner, r.Spec.Users = nil, nil },
+			wantErrors: []string{"owner is immutable"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			r := validReservation()
+			if tt.owned {
+				r.Spec.Owner = &ipamv1.ReservationOwner{Kind: ipamv1.OwnerIPAMClaim, Namespace: "vms", Name: "a"}
+				r.Spec.Users = []ipamv1.ReservationUser{{ContainerID: r.Spec.ContainerID, IfName: r.Spec.IfName, Node: r.Spec.Node}}
+			}
 			if err := env.Client.Create(t.Context(), r); err != nil {
 				t.Fatalf("creating the initial reservation: %v", err)
 			}

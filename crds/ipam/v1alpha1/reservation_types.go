@@ -16,6 +16,9 @@ const (
 )
 
 // OverlappingRangeIPReservationSpec records who holds an allocated address.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.owner) == has(oldSelf.owner) && (!has(self.owner) || self.owner == oldSelf.owner)",message="owner is immutable: an address keeps its persistent owner until it is released"
+// +kubebuilder:validation:XValidation:rule="has(self.owner) || !has(self.users)",message="users are only recorded for an address with a persistent owner"
 type OverlappingRangeIPReservationSpec struct {
 	// address is the allocated address, in canonical form (IPv6 lowercase and compressed). The
 	// object's name is derived from it by ReservationName, which is what makes Create the atomic
@@ -80,6 +83,19 @@ type OverlappingRangeIPReservationSpec struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	NetworkName string `json:"networkName,omitempty"`
+	// owner is the persistent owner of the address (an IPAMClaim), when the address outlives its
+	// pods: DEL unbinds the attachment instead of releasing, and the controller releases the
+	// address when the owner is gone. containerID, ifName, podRef, podUID and node then name the
+	// attachment that bound it last, and users every attachment bound to it. It cannot be
+	// changed, added or removed.
+	// +optional
+	Owner *ReservationOwner `json:"owner,omitempty"`
+	// users are the attachments bound to a persistently owned address: one, or two during a live
+	// migration. Only set with owner.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=8
+	Users []ReservationUser `json:"users,omitempty"`
 }
 
 // OverlappingRangeIPReservation is one allocated address: the allocation record and the

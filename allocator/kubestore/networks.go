@@ -1,0 +1,64 @@
+package kubestore
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// NetworksAnnotation is the pod annotation in which Multus reads the pod's network selection
+// elements (NAD specification v1.3, section 4.1.2.1).
+const NetworksAnnotation = "k8s.v1.cni.cncf.io/networks"
+
+// maxNetworkElements bounds the elements read from one annotation: the annotation is written by
+// whoever creates the pod, and Multus itself attaches far fewer interfaces.
+const maxNetworkElements = 64
+
+// networkElement is the part of a network selection element netpool reads.
+type networkElement struct {
+	Name      string   `json:"name"`
+	Namespace string   `json:"namespace"`
+	Interface string   `json:"interface"`
+	IPs       []string `json:"ips"`
+	// ClaimRef is the IPAMClaim (in the pod's namespace) that owns this attachment's addresses
+	// (specification section 4.1.2.1.11).
+	ClaimRef string `json:"ipam-claim-reference"`
+}
+
+// attachmentElement finds, in a pod's networks annotation, the element of the attachment with
+// interface ifName: the element that names it, or else the element Multus names net<N> by its
+// 1-based position (Multus passes the interface name but neither the element nor its
+// ipam-claim-reference to a delegate). Elements of the short form ("ns/name@if", comma
+// separated) cannot carry a claim reference: found is then false. An annotation that is not one
+// of the two forms is an error.
+func attachmentElement(annotation, ifName string) (networkElement, bool, error) {
+	text := strings.TrimSpace(annotation)
+	if text == "" || !strings.HasPrefix(text, "[") {
+		return networkElement{}, false, nil
+	}
+	var els []networkElement
+	if err := json.Unmarshal([]byte(text), &els); err != nil {
+		return networkElement{}, false, fmt.Errorf("annotation %s is not a list of network selection elements: %w", NetworksAnnotation, err)
+	}
+	if len(els) > maxNetworkElements {
+		return networkElement{}, false, fmt.Errorf("annotation %s has %d network selection elements, more than %d", NetworksAnnotation, len(els), maxNetworkElements)
+	}
+	var match *networkElement
+	for i := range els {
+		name := els[i].Interface
+		if name == "" {
+			name = fmt.Sprintf("net%d", i+1)
+		}
+		if name != ifName {
+			continue
+		}
+		if match != nil {
+			return networkElement{}, false, fmt.Errorf("annotation %s has two network selection elements for interface %s", NetworksAnnotation, ifName)
+		}
+		match = &els[i]
+	}
+	if match == nil {
+		return networkElement{}, false, nil
+	}
+	return *match, true, nil
+}

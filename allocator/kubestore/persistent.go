@@ -1,0 +1,233 @@
+package kubestore
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"slices"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/netpool/netpool/allocator"
+	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
+)
+
+// maxBindAttempts bounds the read-modify-write of one re-bind or unbind that loses to another
+// writer of the same reservation (a migration's source and target at once).
+const maxBindAttempts = 3
+
+var _ allocator.PersistentTxn = (*txn)(nil)
+
+// PersistentOwner is the attachment's IPAMClaim, when its config allows persistent IPs and its
+// network selection element references one; read once per call.
+func (t *txn) PersistentOwner(ctx context.Context, owner allocator.Owner) (string, error) {
+	b := t.b
+	if !b.cfg.AllowPersistentIPs {
+		return "", nil
+	}
+	if !b.claimResolved {
+		u, err := b.s.resolveClaim(ctx, b.cfg, owner)
+		if err != nil {
+			return "", err
+		}
+		b.claim, b.claimResolved = u, true
+	}
+	if b.claim == nil {
+		return "", nil
+	}
+	return b.claim.owner.Key(), nil
+}
+
+// claimFor returns the call's claim if it is the persistent owner key.
+func (t *txn) claimFor(key string) (*claimUse, error) {
+	if c := t.b.claim; c != nil && c.owner.Key() == key {
+		return c, nil
+	}
+	return nil, fmt.Errorf("%w: persistent owner %s was not resolved by this call", allocator.ErrStoreUnusable, key)
+}
+
+// Rebind binds al.Owner to the reservation the persistent owner holds in the pool: this node's,
+// found in the index, or, when this node holds none, the one at an address the claim's status
+// lists (read live), which this node then takes over. A reservation found at such an address
+// that has another owner is not the owner's: the claim's status is stale, and an address is
+// claimed anew.
+func (t *txn) Rebind(ctx context.Context, p allocator.Pool, al *allocator.Allocation) (bool, error) {
+	u, err := t.beginClaim(ctx, p, al.Owner)
+	if err != nil {
+		return false, err
+	}
+	cu, err := t.claimFor(al.Persistent)
+	if err != nil {
+		return false, err
+	}
+	s := t.b.s
+	var names []string
+	if e, ok := s.index.persistentIn(u.state.name, al.Persistent); ok {
+		names = append(names, e.name)
+	}
+	for _, a := range cu.hints {
+		if p.Range.Subnet.Contains(a) {
+			names = append(names, ipamv1.ReservationName(u.scope, a))
+		}
+	}
+	for _, name := range names {
+		r, err := s.bindUser(ctx, name, cu.owner, s.userOf(al))
+		if err != nil {
+			return false, err
+		}
+		if r == nil {
+			continue
+		}
+		addr, _ := addrOf(r)
+		al.Addr, al.Created = addr, r.CreationTimestamp.UTC()
+		cu.bound[p.Key] = netip.PrefixFrom(addr, p.Range.Subnet.Bits())
+		return true, nil
+	}
+	return false, nil
+}
+
+// userOf is the spec.users entry of al's attachment on this node.
+func (s *Store) userOf(al *allocator.Allocation) ipamv1.ReservationUser {
+	u := ipamv1.ReservationUser{ContainerID: al.Owner.ContainerID, IfName: al.Owner.IfName, PodUID: al.Pod.UID, Node: s.node}
+	if al.Pod.Namespace != "" && al.Pod.Name != "" {
+		u.PodRef = al.Pod.Namespace + "/" + al.Pod.Name
+	}
+	return u
+}
+
+// bindUser makes user the holder of reservation name, if owner owns it, and returns it; nil when
+// it does not exist or has another owner. The reservation moves to this node (spec.node and the
+// node label) with its other users kept: a migration's source still runs. Node isolation
+// (deploy/base/agent-admission.yaml) lets a node take over a persistently owned reservation, but
+// not drop the users of the node it takes it from. When spec.users is full, the oldest users of
+// other nodes go first.
+func (s *Store) bindUser(ctx context.Context, name string, owner ipamv1.ReservationOwner, user ipamv1.ReservationUser) (*ipamv1.OverlappingRangeIPReservation, error) {
+	for attempt := 1; ; attempt++ {
+		r := &ipamv1.OverlappingRangeIPReservation{}
+		// This node's own reservations are in the cache (a VM restarted here costs no read); one
+		// of another node, or a cached copy that lost an update, is read live.
+		var reader client.Reader = s.client
+		if attempt > 1 {
+			reader = s.live
+		}
+		err := s.retry(ctx, "read reservation "+name, func(ctx context.Context) error {
+			return reader.Get(ctx, client.ObjectKey{Name: name}, r)
+		})
+		if apierrors.IsNotFound(err) && attempt == 1 {
+			err = s.retry(ctx, "read reservation "+name, func(ctx context.Context) error {
+				return s.live.Get(ctx, client.ObjectKey{Name: name}, r)
+			})
+		}
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, apiFailure("read reservation "+name, err)
+		}
+		if r.Spec.Owner == nil || *r.Spec.Owner != owner || r.DeletionTimestamp != nil {
+			return nil, nil
+		}
+		users := []ipamv1.ReservationUser{}
+		for _, x := range r.Spec.Users {
+			if x.ContainerID != user.ContainerID || x.IfName != user.IfName {
+				users = append(users, x)
+			}
+		}
+		for len(users) >= ipamv1.MaxReservationUsers {
+			i := slices.IndexFunc(users, func(x ipamv1.ReservationUser) bool { return x.Node != r.Spec.Node })
+			if i < 0 {
+				i = 0
+			}
+			users = slices.Delete(users, i, i+1)
+		}
+		users = append(users, user)
+		r.Spec.Users = users
+		r.Spec.ContainerID, r.Spec.IfName, r.Spec.PodRef, r.Spec.PodUID = user.ContainerID, user.IfName, user.PodRef, user.PodUID
+		r.Spec.Node = s.node
+		if r.Labels == nil {
+			r.Labels = map[string]string{}
+		}
+		r.Labels[ipamv1.NodeLabel] = ipamv1.LabelValue(s.node)
+		err = s.retry(ctx, "bind reservation "+name, func(ctx context.Context) error {
+			return s.client.Update(ctx, r)
+		})
+		if err == nil {
+			s.index.put(r)
+			return r, nil
+		}
+		if !apierrors.IsConflict(err) || attempt == maxBindAttempts {
+			return nil, apiFailure("bind reservation "+name, err)
+		}
+	}
+}
+
+// Unbind removes owner from the users of its persistently owned reservation in the pool. The
+// reservation stays, with no user when owner was the last. A reservation another node has taken
+// over since is that node's: this node only forgets it.
+func (t *txn) Unbind(ctx context.Context, key string, owner allocator.Owner) (allocator.Allocation, bool, error) {
+	if !t.writable {
+		return allocator.Allocation{}, false, errReadOnly
+	}
+	u, err := t.settled(ctx, key, owner)
+	if err != nil {
+		return allocator.Allocation{}, false, err
+	}
+	s := t.b.s
+	var e entry
+	found := false
+	for _, x := range s.index.owned(u.state.name, owner) {
+		if x.persistent != "" {
+			e, found = x, true
+			break
+		}
+	}
+	if !found {
+		return allocator.Allocation{}, false, nil
+	}
+	for attempt := 1; ; attempt++ {
+		r := &ipamv1.OverlappingRangeIPReservation{}
+		err := s.retry(ctx, "read reservation "+e.name, func(ctx context.Context) error {
+			return s.live.Get(ctx, client.ObjectKey{Name: e.name}, r)
+		})
+		if apierrors.IsNotFound(err) {
+			s.index.remove(e.name, e.uid, false)
+			return allocationOf(key, u, e), true, nil
+		}
+		if err != nil {
+			return allocator.Allocation{}, false, apiFailure("read reservation "+e.name, err)
+		}
+		if r.Spec.Node != s.node {
+			s.index.remove(e.name, "", false)
+			return allocationOf(key, u, e), true, nil
+		}
+		users := []ipamv1.ReservationUser{}
+		for _, x := range r.Spec.Users {
+			if x.ContainerID != owner.ContainerID || x.IfName != owner.IfName || x.Node != s.node {
+				users = append(users, x)
+			}
+		}
+		if len(users) == len(r.Spec.Users) {
+			return allocationOf(key, u, e), true, nil
+		}
+		r.Spec.Users = users
+		if len(users) == 0 {
+			r.Spec.Users = nil
+		} else if r.Spec.ContainerID == owner.ContainerID && r.Spec.IfName == owner.IfName {
+			// The holder goes while others stay bound: the last bound of them holds it now, so
+			// that the index no longer finds the address under the attachment that left.
+			last := users[len(users)-1]
+			r.Spec.ContainerID, r.Spec.IfName, r.Spec.PodRef, r.Spec.PodUID = last.ContainerID, last.IfName, last.PodRef, last.PodUID
+		}
+		err = s.retry(ctx, "unbind reservation "+e.name, func(ctx context.Context) error {
+			return s.client.Update(ctx, r)
+		})
+		if err == nil {
+			s.index.put(r)
+			return allocationOf(key, u, e), true, nil
+		}
+		if !apierrors.IsConflict(err) || attempt == maxBindAttempts {
+			return allocator.Allocation{}, false, apiFailure("unbind reservation "+e.name, err)
+		}
+	}
+}
