@@ -73,6 +73,17 @@ func (e *lcEnv) setStatusCounts(p *ipamv1.IPPool, capacity string, allocated int
 // as allocator/kubestore names them; name overrides the derived name when set.
 func (e *lcEnv) reservation(p *ipamv1.IPPool, addr, podRef, uid, node, name string) *ipamv1.OverlappingRangeIPReservation {
 	e.t.Helper()
+	return e.reservationNamed(p, addr, podRef, uid, node, name, nil)
+}
+
+// reservationWith is reservation with the object changed by set before it is created.
+func (e *lcEnv) reservationWith(p *ipamv1.IPPool, addr, podRef, uid, node string, set func(*ipamv1.OverlappingRangeIPReservation)) *ipamv1.OverlappingRangeIPReservation {
+	e.t.Helper()
+	return e.reservationNamed(p, addr, podRef, uid, node, "", set)
+}
+
+func (e *lcEnv) reservationNamed(p *ipamv1.IPPool, addr, podRef, uid, node, name string, set func(*ipamv1.OverlappingRangeIPReservation)) *ipamv1.OverlappingRangeIPReservation {
+	e.t.Helper()
 	a := netip.MustParseAddr(addr)
 	if name == "" {
 		name = ipamv1.ReservationName(ippool.ReservationScope(p.Name, p.Spec.NetworkName, ippool.Overlapping(p)), a)
@@ -87,6 +98,9 @@ func (e *lcEnv) reservation(p *ipamv1.IPPool, addr, podRef, uid, node, name stri
 			Address: a.String(), Pool: p.Name, ContainerID: "ctr-" + strings.ReplaceAll(a.String(), ".", "-"), IfName: "net1",
 			PodRef: podRef, PodUID: uid, Node: node, NetworkName: p.Spec.NetworkName,
 		},
+	}
+	if set != nil {
+		set(r)
 	}
 	e.create(r)
 	return r

@@ -192,28 +192,32 @@ func leakTable(leaks []leak, now time.Time) *table {
 }
 
 // podSnapshot answers gcpolicy.Read's pod lookups from one list of pods, so judging n
-// reservations costs one request instead of n.
-type podSnapshot map[types.NamespacedName]*corev1.Pod
+// reservations costs one request instead of n. What else the policy reads (a persistent owner,
+// such as an IPAMClaim) it reads from the cluster.
+type podSnapshot struct {
+	pods map[types.NamespacedName]*corev1.Pod
+	live client.Reader
+}
 
 func listPods(ctx context.Context, c client.Reader, namespace string) (podSnapshot, error) {
 	var list corev1.PodList
 	if err := c.List(ctx, &list, client.InNamespace(namespace)); err != nil {
-		return nil, fmt.Errorf("failed to list the pods: %w", err)
+		return podSnapshot{}, fmt.Errorf("failed to list the pods: %w", err)
 	}
-	s := make(podSnapshot, len(list.Items))
+	s := podSnapshot{pods: make(map[types.NamespacedName]*corev1.Pod, len(list.Items)), live: c}
 	for i := range list.Items {
 		p := &list.Items[i]
-		s[types.NamespacedName{Namespace: p.Namespace, Name: p.Name}] = p
+		s.pods[types.NamespacedName{Namespace: p.Namespace, Name: p.Name}] = p
 	}
 	return s, nil
 }
 
-func (s podSnapshot) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+func (s podSnapshot) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
-		return fmt.Errorf("the pod snapshot holds pods, not %T", obj)
+		return s.live.Get(ctx, key, obj, opts...)
 	}
-	p, found := s[key]
+	p, found := s.pods[key]
 	if !found {
 		return apierrors.NewNotFound(corev1.Resource("pods"), key.Name)
 	}

@@ -118,7 +118,8 @@ func (c *coolingSet) oldestFirst(yield func(netip.Addr) bool) {
 }
 
 // cooledElsewhere starts the cool-down of an address of this node released by someone else, as
-// the informer reports it. The informer must not wait, so the pool's lock is taken in a goroutine
+// the informer reports it (its own releases it may also report, racing their record). The
+// informer must not wait, so the pool's lock is taken in a goroutine
 // of its own, bounded by attemptTimeout; an address this node has claimed again meanwhile is left.
 func (s *Store) cooledElsewhere(e entry) {
 	st := s.poolStateFor(e.pool)
@@ -133,7 +134,10 @@ func (s *Store) cooledElsewhere(e entry) {
 			return
 		}
 		defer unlockPool(st)
-		if !s.index.heldIn(e.addr, st.name, false, "") {
+		// An address cooling already was released by this store, whose own time (the engine's
+		// clock, under the pool's lock) stands: the informer may report that delete before or
+		// after the release recorded it.
+		if !st.cooling.has(e.addr) && !s.index.heldIn(e.addr, st.name, false, "") {
 			st.cooling.add(st, e.addr, at)
 		}
 	}()

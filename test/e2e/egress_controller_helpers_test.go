@@ -10,6 +10,7 @@ import (
 	current "github.com/containernetworking/cni/pkg/types/100"
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	nadutils "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/utils"
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -38,6 +39,8 @@ func mustControllerWith(t *testing.T, env *envtest.Env, set func(*controller.Opt
 	opts := controller.DefaultOptions()
 	opts.LeaderElection = false
 	opts.MetricsBindAddress, opts.HealthProbeBindAddress = "0", "0"
+	// Several tests of this binary run a controller: each gets a metrics registry of its own.
+	opts.Registerer = prometheus.NewRegistry()
 	opts.Logger, err = controller.NewLogger(os.Stderr, controller.LogFormatText, "error")
 	must(t, err)
 	ctrllog.SetLogger(opts.Logger) // as the controller binary does; the agent tests set it too
