@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -11,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -37,13 +35,7 @@ import (
 // commands, with their printed output, that an operator copies from it.
 type quickStart struct {
 	objects  []*unstructured.Unstructured // every object of its yaml blocks
-	commands []readmeCommand              // every "$ netpoolctl ..." of its console blocks
-}
-
-// readmeCommand is one command line of a console block and the output printed under it.
-type readmeCommand struct {
-	args   []string
-	output string
+	commands []harness.ConsoleCommand     // every "$ netpoolctl ..." of its console blocks
 }
 
 // readQuickStart extracts the quick start from README.md, so that a README edit that stops
@@ -54,34 +46,28 @@ func readQuickStart(t *testing.T) quickStart {
 	if err != nil {
 		t.Fatal(err)
 	}
-	text := string(data)
-	const heading = "\n## Kubernetes quick start\n"
-	start := strings.Index(text, heading)
-	if start < 0 {
-		t.Fatalf("README.md has no %q section", strings.TrimSpace(heading))
-	}
-	section := text[start+len(heading):]
-	if end := strings.Index(section, "\n## "); end >= 0 {
-		section = section[:end]
+	section, err := harness.MarkdownSection(string(data), "Kubernetes quick start")
+	if err != nil {
+		t.Fatalf("README.md: %v", err)
 	}
 	var qs quickStart
-	for _, b := range fencedBlocks(section) {
-		switch b.lang {
+	for _, b := range harness.FencedBlocks(section) {
+		switch b.Lang {
 		case "yaml":
-			dec := k8syaml.NewYAMLOrJSONDecoder(strings.NewReader(b.body), 4096)
+			dec := k8syaml.NewYAMLOrJSONDecoder(strings.NewReader(b.Body), 4096)
 			for {
 				var m map[string]any
 				if err := dec.Decode(&m); errors.Is(err, io.EOF) {
 					break
 				} else if err != nil {
-					t.Fatalf("README quick start: a yaml block does not parse: %v\n%s", err, b.body)
+					t.Fatalf("README quick start: a yaml block does not parse: %v\n%s", err, b.Body)
 				}
 				if m != nil {
 					qs.objects = append(qs.objects, &unstructured.Unstructured{Object: m})
 				}
 			}
 		case "console":
-			qs.commands = append(qs.commands, consoleCommands(b.body)...)
+			qs.commands = append(qs.commands, harness.ConsoleCommands(b.Body, "netpoolctl")...)
 		}
 	}
 	return qs
@@ -100,76 +86,6 @@ func (qs quickStart) object(t *testing.T, kind string) *unstructured.Unstructure
 		t.Fatalf("README quick start holds %d %s manifests, want 1", len(found), kind)
 	}
 	return found[0].DeepCopy()
-}
-
-type fencedBlock struct{ lang, body string }
-
-// fencedBlocks returns the ``` blocks of markdown text, with the language of each; a block
-// indented under a list item loses that indentation, as a reader copying it would.
-func fencedBlocks(text string) []fencedBlock {
-	var out []fencedBlock
-	var cur *fencedBlock
-	var indent string
-	var body strings.Builder
-	sc := bufio.NewScanner(strings.NewReader(text))
-	for sc.Scan() {
-		line := sc.Text()
-		trimmed := strings.TrimLeft(line, " ")
-		switch {
-		case cur == nil && strings.HasPrefix(trimmed, "```"):
-			cur = &fencedBlock{lang: strings.TrimPrefix(trimmed, "```")}
-			indent = line[:len(line)-len(trimmed)]
-			body.Reset()
-		case cur != nil && trimmed == "```":
-			cur.body = body.String()
-			out = append(out, *cur)
-			cur = nil
-		case cur != nil:
-			body.WriteString(strings.TrimPrefix(line, indent) + "\n")
-		}
-	}
-	return out
-}
-
-// consoleCommands returns the netpoolctl commands of a console block ("$ netpoolctl ..." lines)
-// with the lines printed under each, up to the next command.
-func consoleCommands(body string) []readmeCommand {
-	var out []readmeCommand
-	var cur *readmeCommand
-	for _, line := range strings.Split(strings.TrimRight(body, "\n"), "\n") {
-		if rest, ok := strings.CutPrefix(line, "$ "); ok {
-			if cur != nil {
-				out = append(out, *cur)
-				cur = nil
-			}
-			if f := strings.Fields(rest); len(f) > 0 && f[0] == "netpoolctl" {
-				cur = &readmeCommand{args: f[1:]}
-			}
-			continue
-		}
-		if cur != nil {
-			cur.output += line + "\n"
-		}
-	}
-	if cur != nil {
-		out = append(out, *cur)
-	}
-	return out
-}
-
-// trailingAge matches a table line's last column when it is an age (5s, 10m, 3h, 2d).
-var trailingAge = regexp.MustCompile(`\s\d+[smhd]$`)
-
-// normaliseAges replaces each line's trailing age with <age> and drops trailing blanks, so that
-// the README's output and a run's compare whatever time has passed.
-func normaliseAges(s string) string {
-	var lines []string
-	for _, l := range strings.Split(strings.TrimRight(s, "\n"), "\n") {
-		l = strings.TrimRight(l, " ")
-		l = trailingAge.ReplaceAllString(l, " <age>")
-		lines = append(lines, l)
-	}
-	return strings.Join(lines, "\n")
 }
 
 // renderKustomization builds deploy/<dir> with the kustomize library, as kubectl apply -k does.

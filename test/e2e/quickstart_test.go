@@ -101,19 +101,19 @@ func TestQuickStartKubernetes(t *testing.T) {
 	waitViewer(ctx, t, kubeconfig)
 	var shown bool
 	for _, c := range qs.commands {
-		if slices.Contains(c.args, "--db") {
+		if slices.Contains(c.Args, "--db") {
 			continue // the embedded store's, which make demo shows
 		}
-		got := runNetpoolctl(ctx, t, append([]string{"--kubeconfig", kubeconfig}, c.args...)...)
-		t.Logf("$ netpoolctl %s\n%s", strings.Join(c.args, " "), got)
-		if normaliseAges(got) != normaliseAges(c.output) {
-			t.Errorf("netpoolctl %s prints\n%s\nthe README says\n%s", strings.Join(c.args, " "), got, c.output)
+		got := runNetpoolctl(ctx, t, append([]string{"--kubeconfig", kubeconfig}, c.Args...)...)
+		t.Logf("$ netpoolctl %s\n%s", strings.Join(c.Args, " "), got)
+		if harness.NormaliseAges(got) != harness.NormaliseAges(c.Output) {
+			t.Errorf("netpoolctl %s prints\n%s\nthe README says\n%s", strings.Join(c.Args, " "), got, c.Output)
 		}
-		if len(c.args) > 0 && c.args[0] == "show" {
+		if len(c.Args) > 0 && c.Args[0] == "show" {
 			shown = true
 			for _, want := range []string{addr.String(), pod.Namespace + "/" + pod.Name, "net1", node} {
 				if !strings.Contains(got, want) {
-					t.Errorf("netpoolctl %s does not show %s:\n%s", strings.Join(c.args, " "), want, got)
+					t.Errorf("netpoolctl %s does not show %s:\n%s", strings.Join(c.Args, " "), want, got)
 				}
 			}
 		}
