@@ -153,4 +153,3 @@ func captureStdout(t *testing.T, f func() error) string {
 	}
 	return string(data)
 }
-
