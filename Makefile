@@ -30,7 +30,7 @@ image: ## One image with every binary (linux/amd64, linux/arm64) as an OCI layou
 
 demo: build ## A real CNI chain (bridge + netpool on bbolt) in network namespaces; needs root
 	@if [ "$$(id -u)" != 0 ]; then echo "make demo needs root (it creates network namespaces, veths and a bridge)"; exit 2; fi
-	$(GO) run ./test/demo
+	$(GO) run ./test/demo -netpoolctl $(BINDIR)/netpoolctl
 
 test: lint ## Every test: unit, fuzz seed corpora, process-level, network namespaces (as root), envtest
 	@# Build (or find cached) kube-apiserver and etcd first, so a cold build is not charged to a test's timeout.

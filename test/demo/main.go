@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"net/netip"
 	"os"
@@ -18,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/containernetworking/cni/libcni"
 	"github.com/containernetworking/cni/pkg/types"
 	"github.com/containernetworking/plugins/pkg/ns"
 
@@ -28,16 +30,20 @@ const (
 	networkName = "netpool-demo"
 	bridgeName  = "np-demo0"
 	ifName      = "eth0"
+	// podNamespace is the namespace the demo's CNI_ARGS name its containers' pods in.
+	podNamespace = "demo"
 )
 
 func main() {
+	ctl := flag.String("netpoolctl", "bin/netpoolctl", "the built netpoolctl (make build), run against the demo's bbolt file")
+	flag.Parse()
 	if os.Geteuid() != 0 {
 		fmt.Fprintln(os.Stderr, "netpool demo: must run as root (it creates network namespaces and a bridge); try: sudo make demo")
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx); err != nil {
+	if err := run(ctx, *ctl); err != nil {
 		fmt.Fprintf(os.Stderr, "netpool demo: FAILED: %v\n", err)
 		stop()
 		os.Exit(1)
@@ -51,12 +57,25 @@ type container struct {
 	ns   ns.NetNS
 }
 
-func run(ctx context.Context) (err error) {
+// attachment is the runtime's view of the container's attachment: a container ID, its namespace
+// and the CNI_ARGS a Kubernetes runtime passes (the pod's namespace and name), which the store
+// records and netpoolctl shows.
+func (ct container) attachment() *libcni.RuntimeConf {
+	rt := harness.Attachment("demo-"+ct.name, ct.ns, ifName)
+	rt.Args = [][2]string{{"IgnoreUnknown", "true"}, {"K8S_POD_NAMESPACE", podNamespace}, {"K8S_POD_NAME", ct.name}}
+	return rt
+}
+
+func run(ctx context.Context, netpoolctl string) (err error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 	var c cleanups
 	defer func() { err = errors.Join(err, c.run()) }()
 
+	// Found before anything is made: without it the demo cannot show its allocations.
+	if _, err := os.Stat(netpoolctl); err != nil {
+		return fmt.Errorf("netpoolctl: %w (make demo builds it with make build)", err)
+	}
 	step("Building netpool and the reference plugins")
 	binDir, err := harness.BinDir()
 	if err != nil {
@@ -85,14 +104,16 @@ func run(ctx context.Context) (err error) {
 	}
 	containers := []container{{"red", red}, {"blue", blue}}
 
+	subnet := netip.MustParsePrefix("10.77.0.0/24")
+	db := filepath.Join(dir, "netpool.db")
 	conf, err := harness.BridgeConflist(networkName, bridgeName, map[string]any{
 		"type":        "netpool",
-		"range":       "10.77.0.0/24",
+		"range":       subnet.String(),
 		"range_start": "10.77.0.10",
 		"gateway":     "10.77.0.1",
 		"routes":      []any{map[string]any{"dst": "0.0.0.0/0"}},
 		"datastore":   "bbolt",
-		"bbolt":       map[string]any{"path": filepath.Join(dir, "netpool.db")},
+		"bbolt":       map[string]any{"path": db},
 	})
 	if err != nil {
 		return err
@@ -107,10 +128,11 @@ func run(ctx context.Context) (err error) {
 
 	var (
 		valid    []types.GCAttachment
-		detached bool // set once the demo's own DEL step succeeded, so cleanup need not DEL again
+		held     = map[string]netip.Addr{} // pod namespace/name -> address, for netpoolctl
+		detached bool                      // set once the demo's own DEL step succeeded, so cleanup need not DEL again
 	)
 	for _, ct := range containers {
-		rt := harness.Attachment("demo-"+ct.name, ct.ns, ifName)
+		rt := ct.attachment()
 		res, err := network.Add(ctx, rt)
 		if err != nil {
 			return fmt.Errorf("ADD %s: %w", ct.name, err)
@@ -123,6 +145,9 @@ func run(ctx context.Context) (err error) {
 		})
 		valid = append(valid, types.GCAttachment{ContainerID: rt.ContainerID, IfName: rt.IfName})
 		for _, ip := range res.IPs {
+			if a, ok := netip.AddrFromSlice(ip.Address.IP); ok {
+				held[podNamespace+"/"+ct.name] = a.Unmap()
+			}
 			step("ADD %-4s -> %s gateway %s", ct.name, ip.Address.String(), ip.Gateway)
 		}
 	}
@@ -151,7 +176,7 @@ func run(ctx context.Context) (err error) {
 
 	check := func(when string) error {
 		for _, ct := range containers {
-			if err := network.Check(ctx, harness.Attachment("demo-"+ct.name, ct.ns, ifName)); err != nil {
+			if err := network.Check(ctx, ct.attachment()); err != nil {
 				return fmt.Errorf("CHECK %s %s: %w", ct.name, when, err)
 			}
 		}
@@ -175,8 +200,13 @@ func run(ctx context.Context) (err error) {
 		return err
 	}
 
+	step("The allocations, as netpoolctl shows them (the built %s)", netpoolctl)
+	if err := showWithNetpoolctl(ctx, netpoolctl, db, subnet, held); err != nil {
+		return err
+	}
+
 	for _, ct := range containers {
-		if err := network.Del(ctx, harness.Attachment("demo-"+ct.name, ct.ns, ifName)); err != nil {
+		if err := network.Del(ctx, ct.attachment()); err != nil {
 			return fmt.Errorf("DEL %s: %w", ct.name, err)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/containernetworking/plugins/pkg/ns"
 
@@ -41,6 +42,18 @@ func (c *cleanups) run() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// command prints a command the demo runs, as an operator would type it.
+func command(format string, args ...any) {
+	fmt.Printf("    $ "+format+"\n", args...)
+}
+
+// output prints a command's output, indented under it.
+func output(s string) {
+	for _, line := range strings.Split(strings.TrimRight(s, "\n"), "\n") {
+		fmt.Println("    " + line)
+	}
 }
 
 // newNetNS creates a namespace and registers its removal.

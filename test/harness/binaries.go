@@ -161,3 +161,49 @@ func moduleRoot() (string, error) {
 		dir = parent
 	}
 }
+
+var (
+	commandsMu sync.Mutex
+	commands   = map[string]string{}
+)
+
+// CommandBinary builds this checkout's ./cmd/<name> (netpool-agent, netpoolctl, ...) once per process,
+// into BinDir's directory, and returns the binary's path: tests that run a command as an operator
+// or a DaemonSet would run the binary, not the package.
+func CommandBinary(name string) (string, error) {
+	dir, err := BinDir()
+	if err != nil {
+		return "", err
+	}
+	commandsMu.Lock()
+	defer commandsMu.Unlock()
+	if p, ok := commands[name]; ok {
+		return p, nil
+	}
+	if name == "" || strings.ContainsAny(name, `/\.`) {
+		return "", fmt.Errorf("command name %q: want the name of a directory under cmd/", name)
+	}
+	root, err := moduleRoot()
+	if err != nil {
+		return "", err
+	}
+	p := filepath.Join(dir, name)
+	if err := goBuild(root, p, "./cmd/"+name); err != nil {
+		return "", err
+	}
+	commands[name] = p
+	return p, nil
+}
+
+// MustCommandBinary is CommandBinary for tests: it stops the test on a build failure.
+func MustCommandBinary(t interface {
+	Helper()
+	Fatalf(string, ...any)
+}, name string) string {
+	t.Helper()
+	p, err := CommandBinary(name)
+	if err != nil {
+		t.Fatalf("building %s: %v", name, err)
+	}
+	return p
+}
