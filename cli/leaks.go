@@ -66,11 +66,14 @@ leaks never names a reservation the controller would keep, nor hides one it woul
 A reservation counts as leaked when it is older than --grace and its pod was deleted
 (PodDeleted), replaced by a pod of the same name with another UID (PodReplaced), has
 Succeeded or Failed (PodFinished), or runs while its network-status no longer lists the
-address (NotInNetworkStatus). A reservation without a pod identity is never listed. leaks
-changes nothing; release an address with netpoolctl release.
+address (NotInNetworkStatus); an address an IPAMClaim owns counts only when the claim is
+gone (OwnerDeleted); and, by the node reclaim's rule, one whose node no longer exists
+(NodeDeleted; not an EgressRouter's or a claim's address, nor one whose pod runs on another
+node). A reservation without a pod identity or an owner is never listed. leaks changes
+nothing; release an address with netpoolctl release.
 
-leaks reads the reservations and then the pods, once each, so its answer is one
-snapshot. It needs a cluster: an embedded store (--db) records no pod liveness, and CNI GC
+leaks reads the reservations, then the pods and the nodes, once each, so its answer is one
+snapshot (and each claim a claimed address names). It needs a cluster: an embedded store (--db) records no pod liveness, and CNI GC
 is its mechanism for leaks.
 
 Examples:
@@ -137,6 +140,10 @@ func findLeaks(ctx context.Context, c client.Reader, namespace string, now time.
 	if err != nil {
 		return nil, err
 	}
+	nodes, err := listNodeNames(ctx, c)
+	if err != nil {
+		return nil, err
+	}
 	leaks := []leak{}
 	for i := range reservations.Items {
 		r := &reservations.Items[i]
@@ -151,6 +158,11 @@ func findLeaks(ctx context.Context, c client.Reader, namespace string, now time.
 			return nil, err
 		}
 		v := gcpolicy.Judge(r, facts, now, grace)
+		if v.Reason == "" && v.Recheck == 0 && r.Spec.Node != "" && !nodes[r.Spec.Node] {
+			// The node reclaim's rule: the controller releases this once the node has been gone
+			// for its grace period, which a reservation at least that old stands for here.
+			v = gcpolicy.OnDeletedNode(r, facts.Pod, r.Spec.Node)
+		}
 		if v.Reason == "" {
 			if v.Detail != "" && unjudgeable != nil {
 				unjudgeable(r, v)
@@ -189,6 +201,19 @@ func leakTable(leaks []leak, now time.Time) *table {
 			l.Reason, age(now, l.Created), l.Detail)
 	}
 	return t
+}
+
+// listNodeNames is the names of the cluster's Nodes.
+func listNodeNames(ctx context.Context, c client.Reader) (map[string]bool, error) {
+	var list corev1.NodeList
+	if err := c.List(ctx, &list); err != nil {
+		return nil, fmt.Errorf("failed to list the nodes: %w", err)
+	}
+	names := make(map[string]bool, len(list.Items))
+	for _, n := range list.Items {
+		names[n.Name] = true
+	}
+	return names, nil
 }
 
 // podSnapshot answers gcpolicy.Read's pod lookups from one list of pods, so judging n

@@ -20,6 +20,8 @@ func TestLeaksListsEachReasonAndChangesNothing(t *testing.T) {
 	e := newLCEnv(t)
 	const ns = "ctlops-leaks"
 	e.namespace(ns)
+	e.node("ctlops-leaks-node-a")
+	e.node("ctlops-leaks-node-b")
 	p := e.pool("ctlops-leaks", ipamv1.IPPoolSpec{Range: "10.77.0.0/24", NetworkName: "ctlops-leaks"})
 	var norm lcNormaliser
 	replaced := e.pod(ns, "replaced", corev1.PodRunning, nil, "10.77.0.11")
@@ -27,19 +29,22 @@ func TestLeaksListsEachReasonAndChangesNothing(t *testing.T) {
 	moved := e.pod(ns, "moved", corev1.PodRunning, nil, "10.77.0.99")
 	live := e.pod(ns, "live", corev1.PodRunning, nil, "10.77.0.14")
 	pending := e.pod(ns, "pending", corev1.PodPending, nil)
+	orphaned := e.pod(ns, "orphaned", corev1.PodRunning, nil, "10.77.0.17")
 	garbled := "{not json"
 	unreadable := e.pod(ns, "garbled", corev1.PodRunning, &garbled)
-	for _, pod := range []*corev1.Pod{replaced, done, moved, live, pending, unreadable} {
+	for _, pod := range []*corev1.Pod{replaced, done, moved, live, pending, unreadable, orphaned} {
 		norm.uid(string(pod.UID), "uid-of-"+pod.Name)
 	}
 	rs := []*ipamv1.OverlappingRangeIPReservation{
-		e.reservation(p, "10.77.0.10", ns+"/gone", "uid-of-gone-pod", "ctlops-node-a", ""),
-		e.reservation(p, "10.77.0.11", ns+"/replaced", "uid-of-the-pod-before", "ctlops-node-a", ""),
-		e.reservation(p, "10.77.0.12", ns+"/done", string(done.UID), "ctlops-node-b", ""),
-		e.reservation(p, "10.77.0.13", ns+"/moved", string(moved.UID), "ctlops-node-b", ""),
-		e.reservation(p, "10.77.0.14", ns+"/live", string(live.UID), "ctlops-node-a", ""),
-		e.reservation(p, "10.77.0.15", ns+"/pending", string(pending.UID), "ctlops-node-a", ""),
-		e.reservation(p, "10.77.0.16", ns+"/garbled", string(unreadable.UID), "ctlops-node-a", ""),
+		e.reservation(p, "10.77.0.10", ns+"/gone", "uid-of-gone-pod", "ctlops-leaks-node-a", ""),
+		e.reservation(p, "10.77.0.11", ns+"/replaced", "uid-of-the-pod-before", "ctlops-leaks-node-a", ""),
+		e.reservation(p, "10.77.0.12", ns+"/done", string(done.UID), "ctlops-leaks-node-b", ""),
+		e.reservation(p, "10.77.0.13", ns+"/moved", string(moved.UID), "ctlops-leaks-node-b", ""),
+		e.reservation(p, "10.77.0.14", ns+"/live", string(live.UID), "ctlops-leaks-node-a", ""),
+		e.reservation(p, "10.77.0.15", ns+"/pending", string(pending.UID), "ctlops-leaks-node-a", ""),
+		e.reservation(p, "10.77.0.16", ns+"/garbled", string(unreadable.UID), "ctlops-leaks-node-a", ""),
+		// Its pod lives, but its node is gone: the node reclaim's rule releases it.
+		e.reservation(p, "10.77.0.17", ns+"/orphaned", string(orphaned.UID), "ctlops-leaks-node-gone", ""),
 	}
 	now := latestCreation(rs...).Add(time.Hour + 30*time.Second)
 	before := e.snapshot()
@@ -68,6 +73,7 @@ func TestLeaksListsEachReasonAndChangesNothing(t *testing.T) {
 	want := map[string]string{
 		"10.77.0.10": gcpolicy.ReasonPodDeleted, "10.77.0.11": gcpolicy.ReasonPodReplaced,
 		"10.77.0.12": gcpolicy.ReasonPodFinished, "10.77.0.13": gcpolicy.ReasonNotInNetworkStatus,
+		"10.77.0.17": gcpolicy.ReasonNodeDeleted,
 	}
 	got := map[string]string{}
 	for _, l := range report.Leaks {

@@ -48,10 +48,6 @@ type egressProblem struct {
 
 func (p *egressProblem) Error() string { return p.reason + ": " + p.message }
 
-// heldByEgressRouter reports whether a reservation is an EgressRouter's claim.
-func heldByEgressRouter(res *ipamv1.OverlappingRangeIPReservation) bool {
-	return res.Labels[networkv1.RouterUIDLabel] != ""
-}
 
 // egressContainerID is the spec.containerID of a router's reservations: it names the router.
 func egressContainerID(r *networkv1.EgressRouter) string {

@@ -89,22 +89,17 @@ func (r *nodeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	}
 	for i := range reservations.Items {
 		res := &reservations.Items[i]
-		if heldByEgressRouter(res) {
-			continue // a router's address belongs to the router, which releases it (no node holds it)
-		}
-		if res.Spec.Owner != nil {
-			continue // an IPAMClaim's address outlives its node: the VM restarts elsewhere and takes it over
-		}
 		pod := r.cachedPod(ctx, res)
-		if pod != nil && pod.Spec.NodeName != "" && pod.Spec.NodeName != req.Name {
-			// The pod runs on a node of another name: the agent's node name is not the Node's.
-			// Releasing would free an address in use; the GC judges it by its pod instead.
-			logf.FromContext(ctx).Info("Keeping a reservation of a node without a Node object: its pod runs on another node",
-				"reservation", res.Name, "node", req.Name, "podRef", res.Spec.PodRef, "podNode", pod.Spec.NodeName)
+		v := gcpolicy.OnDeletedNode(res, pod, req.Name)
+		if v.Reason == "" {
+			if v.Detail != "" {
+				// Releasing would free an address in use; the GC judges it by its pod instead.
+				logf.FromContext(ctx).Info("Keeping a reservation of a node without a Node object", "reservation", res.Name,
+					"node", req.Name, "podRef", res.Spec.PodRef, "detail", v.Detail)
+			}
 			continue
 		}
-		detail := fmt.Sprintf("node %s was deleted", req.Name)
-		errs = append(errs, r.Release.release(ctx, res, gcpolicy.ReasonNodeDeleted, detail, pod))
+		errs = append(errs, r.Release.release(ctx, res, v.Reason, v.Detail, pod))
 	}
 	var slices ipamv1.IPPoolSliceList
 	if err := r.Client.List(ctx, &slices, client.MatchingFields{sliceNodeField: req.Name}); err != nil {
