@@ -48,7 +48,6 @@ type egressProblem struct {
 
 func (p *egressProblem) Error() string { return p.reason + ": " + p.message }
 
-
 // egressContainerID is the spec.containerID of a router's reservations: it names the router.
 func egressContainerID(r *networkv1.EgressRouter) string {
 	return "egress-router." + r.Namespace + "." + r.Name
