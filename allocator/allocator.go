@@ -62,6 +62,7 @@ func (a *Allocator) Add(ctx context.Context, c *ipam.Config, owner Owner) ([]All
 				Scope: p.Scope, Created: a.now().UTC(), Persistent: persistent,
 			}
 			if persistent != "" {
+				al.Addr = requested // a requested address wins over the owner's, and becomes it
 				bound, err := tx.(PersistentTxn).Rebind(ctx, p, &al)
 				if err != nil {
 					return err
