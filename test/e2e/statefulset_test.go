@@ -118,6 +118,48 @@ func TestStickyStatefulSets(t *testing.T) {
 		}
 	})
 
+	t.Run("a requested address wins and is remembered", func(t *testing.T) {
+		cache := mustStatefulSet(ctx, t, c, ns, "cache", 1)
+		run := func(containerID string, ips ...string) (*corev1.Pod, *libcni.RuntimeConf, netip.Prefix) {
+			t.Helper()
+			pod := mustStatefulSetPod(ctx, t, c, cache, "cache-0", 0)
+			att := podAttachment(containerID, mustNetNS(t), "net1", ns, pod.Name)
+			if ips != nil {
+				att.CapabilityArgs = map[string]any{"ips": ips}
+			}
+			return pod, att, resultIPs(t, mustAdd(ctx, t, nodeA, att))[0]
+		}
+		end := func(pod *corev1.Pod, att *libcni.RuntimeConf) {
+			t.Helper()
+			mustDel(ctx, t, nodeA, att)
+			must(t, c.Delete(ctx, pod))
+		}
+		pod, att, got := run("ss-cache-1", "10.78.0.200/24")
+		if got.Addr() != netip.MustParseAddr("10.78.0.200") {
+			t.Fatalf("cache-0 requesting 10.78.0.200 got %s", got)
+		}
+		end(pod, att)
+		if pod, att, got = run("ss-cache-2"); got.Addr() != netip.MustParseAddr("10.78.0.200") {
+			t.Fatalf("cache-0 recreated without ips got %s, want the requested 10.78.0.200 it holds", got)
+		}
+		end(pod, att)
+		if pod, att, got = run("ss-cache-3", "10.78.0.201/24"); got.Addr() != netip.MustParseAddr("10.78.0.201") {
+			t.Fatalf("cache-0 requesting 10.78.0.201 got %s", got)
+		}
+		if r, err := reservationAt(ctx, c, netip.MustParseAddr("10.78.0.200")); err != nil || r != nil {
+			t.Fatalf("after cache-0 moved to 10.78.0.201 the reservation of 10.78.0.200 is %v (%v), want none", r, err)
+		}
+		end(pod, att)
+		must(t, c.Delete(ctx, cache))
+		waitFor(ctx, t, "the release of 10.78.0.201", func(ctx context.Context) error {
+			r, err := reservationAt(ctx, c, netip.MustParseAddr("10.78.0.201"))
+			if err == nil && r != nil {
+				err = fmt.Errorf("reservation %s still there", r.Name)
+			}
+			return err
+		})
+	})
+
 	t.Run("scaling to 1 releases the ordinals above", func(t *testing.T) {
 		stop(t, db2)
 		stop(t, db1)
