@@ -1,6 +1,10 @@
 package allocator
 
-import "context"
+import (
+	"context"
+
+	"github.com/netpool/netpool/ipam"
+)
 
 // An address may belong to a persistent owner rather than to the attachment that holds it: an
 // IPAMClaim (a KubeVirt VM's interface, which keeps its address across a restart and a live
@@ -17,10 +21,10 @@ import "context"
 
 // PersistentTxn is what a store adds to Txn to keep persistently owned addresses.
 type PersistentTxn interface {
-	// PersistentOwner returns the persistent owner of owner's addresses in this call, or "" when
-	// the attachment owns its addresses itself. An attachment that names an owner which cannot
-	// be used (missing, or for another network or interface) is an error.
-	PersistentOwner(ctx context.Context, owner Owner) (string, error)
+	// PersistentOwner returns the persistent owner of owner's addresses in this call with config
+	// c, or "" when the attachment owns its addresses itself. An attachment that names an owner
+	// which cannot be used (missing, or for another network or interface) is an error.
+	PersistentOwner(ctx context.Context, c *ipam.Config, owner Owner) (string, error)
 	// Rebind binds a.Owner to the address that the persistent owner a.Persistent holds in pool
 	// p, and sets a.Addr. It reports false when that owner holds nothing in p. When a.Addr is
 	// set on entry (the attachment requests it), Rebind binds only to that address: one the owner

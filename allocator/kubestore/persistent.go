@@ -11,6 +11,7 @@ import (
 
 	"github.com/netpool/netpool/allocator"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
+	"github.com/netpool/netpool/ipam"
 )
 
 // maxBindAttempts bounds the read-modify-write of one re-bind or unbind that loses to another
@@ -23,7 +24,8 @@ var _ allocator.PersistentTxn = (*txn)(nil)
 // network selection element references one, or else its StatefulSet identity (namespace,
 // StatefulSet, ordinal, interface), when the call's pools are sticky and a StatefulSet controls
 // the pod; read once per call.
-func (t *txn) PersistentOwner(ctx context.Context, owner allocator.Owner) (string, error) {
+// The call's config is the one bound at Bind (its resolved copy); c is the same call's.
+func (t *txn) PersistentOwner(ctx context.Context, _ *ipam.Config, owner allocator.Owner) (string, error) {
 	b := t.b
 	if !b.cfg.AllowPersistentIPs && !b.sticky {
 		return "", nil

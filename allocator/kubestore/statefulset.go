@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
-	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/netpool/netpool/allocator"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
+	"github.com/netpool/netpool/ipam"
 )
 
 // PodIndexLabel is the label the StatefulSet controller puts on each pod with its ordinal
@@ -39,23 +39,13 @@ func StatefulSetOwner(pod *corev1.Pod, ifName string) (*ipamv1.ReservationOwner,
 		}
 		from = "name"
 	}
-	ordinal, ok := parseOrdinal(text)
+	ordinal, ok := ipam.ParseOrdinal(text)
 	if !ok {
 		return nil, fmt.Errorf("pod %s/%s of StatefulSet %s: ordinal %q (from its %s) is not a number from 0 to 2147483647 without leading zeros",
 			pod.Namespace, pod.Name, ref.Name, truncate(text, 16), from)
 	}
 	return &ipamv1.ReservationOwner{Kind: ipamv1.OwnerStatefulSet, Namespace: pod.Namespace, Name: ref.Name,
 		Ordinal: &ordinal, Interface: ifName}, nil
-}
-
-// parseOrdinal parses an ordinal as the StatefulSet controller writes it: decimal, no sign, no
-// leading zero, within int32.
-func parseOrdinal(s string) (int32, bool) {
-	if s == "" || len(s) > 10 || (len(s) > 1 && s[0] == '0') || strings.TrimLeft(s, "0123456789") != "" {
-		return 0, false
-	}
-	n, err := strconv.ParseInt(s, 10, 32)
-	return int32(n), err == nil
 }
 
 func truncate(s string, n int) string {
