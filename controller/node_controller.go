@@ -93,7 +93,7 @@ func (r *nodeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 			continue // a router's address belongs to the router, which releases it (no node holds it)
 		}
 		if res.Spec.Owner != nil {
-			continue // an IPAMClaim's address outlives its node: the VM restarts elsewhere and takes it over
+			continue // a persistently owned address outlives its node: the VM or StatefulSet pod restarts elsewhere and takes it over
 		}
 		pod := r.cachedPod(ctx, res)
 		if pod != nil && pod.Spec.NodeName != "" && pod.Spec.NodeName != req.Name {
