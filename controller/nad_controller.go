@@ -158,6 +158,10 @@ func (r *nadReconciler) ensurePool(ctx context.Context, nad *nadv1.NetworkAttach
 		r.unusable(nad, s, err)
 		return nil
 	}
+	if _, err := ippool.ResolveSticky(pool, s.Config); err != nil {
+		r.unusable(nad, s, err)
+		return nil
+	}
 	if err := r.judge(ctx, nad, s, pool, nsLabels); err != nil && !errors.Is(err, errUnusable) {
 		return err
 	}
@@ -237,6 +241,10 @@ func (r *nadReconciler) checkReference(ctx context.Context, nad *nadv1.NetworkAt
 		return nil
 	}
 	if _, err := ippool.ResolveCooldown(pool, s.Config); err != nil {
+		r.unusable(nad, s, err)
+		return nil
+	}
+	if _, err := ippool.ResolveSticky(pool, s.Config); err != nil {
 		r.unusable(nad, s, err)
 		return nil
 	}
