@@ -39,7 +39,7 @@ func (a *Allocator) Add(ctx context.Context, c *ipam.Config, owner Owner) ([]All
 	pools := a.pools(c)
 	out := make([]Allocation, len(pools))
 	err := a.store.Update(ctx, func(ctx context.Context, tx Txn) error {
-		persistent, err := persistentOwner(ctx, tx, owner)
+		persistent, err := persistentOwner(ctx, tx, c, owner)
 		if err != nil {
 			return err
 		}
@@ -62,6 +62,7 @@ func (a *Allocator) Add(ctx context.Context, c *ipam.Config, owner Owner) ([]All
 				Scope: p.Scope, Created: a.now().UTC(), Persistent: persistent,
 			}
 			if persistent != "" {
+				al.Addr = requested // a requested address wins over the owner's, and becomes it
 				bound, err := tx.(PersistentTxn).Rebind(ctx, p, &al)
 				if err != nil {
 					return err
@@ -94,12 +95,12 @@ func (a *Allocator) Add(ctx context.Context, c *ipam.Config, owner Owner) ([]All
 }
 
 // persistentOwner asks the store for owner's persistent owner; a store that keeps none has none.
-func persistentOwner(ctx context.Context, tx Txn, owner Owner) (string, error) {
+func persistentOwner(ctx context.Context, tx Txn, c *ipam.Config, owner Owner) (string, error) {
 	pt, ok := tx.(PersistentTxn)
 	if !ok {
 		return "", nil
 	}
-	return pt.PersistentOwner(ctx, owner)
+	return pt.PersistentOwner(ctx, c, owner)
 }
 
 func requestedIn(c *ipam.Config, i int) netip.Addr {

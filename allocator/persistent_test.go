@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/netpool/netpool/allocator"
+	"github.com/netpool/netpool/ipam"
 )
 
 // persistentStore is memStore with persistent owners: owners maps an attachment to its owner, as
@@ -38,7 +39,7 @@ var _ allocator.PersistentTxn = (*persistentTxn)(nil)
 
 var errBadOwner = errors.New("bad owner")
 
-func (t *persistentTxn) PersistentOwner(_ context.Context, o allocator.Owner) (string, error) {
+func (t *persistentTxn) PersistentOwner(_ context.Context, _ *ipam.Config, o allocator.Owner) (string, error) {
 	if t.owners[o] == "bad" {
 		return "", errBadOwner
 	}

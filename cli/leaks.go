@@ -66,8 +66,8 @@ leaks never names a reservation the controller would keep, nor hides one it woul
 A reservation counts as leaked when it is older than --grace and its pod was deleted
 (PodDeleted), replaced by a pod of the same name with another UID (PodReplaced), has
 Succeeded or Failed (PodFinished), or runs while its network-status no longer lists the
-address (NotInNetworkStatus); an address an IPAMClaim owns counts only when the claim is
-gone (OwnerDeleted); and, by the node reclaim's rule, one whose node no longer exists
+address (NotInNetworkStatus); an address an IPAMClaim or a sticky StatefulSet owns counts only when that owner is
+gone (OwnerDeleted) or, for a StatefulSet, no longer reaches its ordinal (OwnerScaledDown); and, by the node reclaim's rule, one whose node no longer exists
 (NodeDeleted; not an EgressRouter's or a claim's address, nor one whose pod runs on another
 node). A reservation without a pod identity or an owner is never listed. leaks changes
 nothing; release an address with netpoolctl release.

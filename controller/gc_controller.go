@@ -6,6 +6,7 @@ import (
 	"time"
 
 	ipamclaimsv1 "github.com/k8snetworkplumbingwg/ipamclaims/pkg/crd/ipamclaims/v1alpha1"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -52,8 +53,8 @@ type gcReconciler struct {
 	claimsWatched bool
 }
 
-// SetupWithManager registers the reconciler with its three sources: reservations, pods and the
-// periodic sweep.
+// SetupWithManager registers the reconciler with its sources: reservations, pods, StatefulSets
+// (deleted or scaled down: their sticky addresses), IPAMClaims when served, and the periodic sweep.
 func (r *gcReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Client == nil || r.Live == nil || r.Metrics == nil || r.Release == nil {
 		return fmt.Errorf("reservation GC: Client, Live, Metrics and Release are required")
@@ -65,6 +66,8 @@ func (r *gcReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			builder.WithPredicates(createdOnly())).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.reservationsOfPod),
 			builder.WithPredicates(podChangedForGC())).
+		Watches(&appsv1.StatefulSet{}, handler.EnqueueRequestsFromMapFunc(r.reservationsOfStatefulSet),
+			builder.WithPredicates(statefulSetShrunk())).
 		WatchesRawSource(sweepSource(r.Client, r.SweepInterval, r.Metrics))
 	if _, err := mgr.GetRESTMapper().RESTMapping(ipamClaimKind); err == nil {
 		r.claimsWatched = true
@@ -78,6 +81,7 @@ func (r *gcReconciler) SetupWithManager(mgr ctrl.Manager) error {
 // +kubebuilder:rbac:groups=ipam.netpool.io,resources=ippools,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 // +kubebuilder:rbac:groups=k8s.cni.cncf.io,resources=ipamclaims,verbs=get;list;watch
+// +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile judges one reservation, and releases it when it leaked.
@@ -93,7 +97,7 @@ func (r *gcReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 		return ctrl.Result{}, nil // being deleted, or no pod identity to judge by
 	}
 	var cached client.Reader = r.Client
-	if res.Spec.Owner != nil && !r.claimsWatched {
+	if res.Spec.Owner != nil && res.Spec.Owner.Kind == ipamv1.OwnerIPAMClaim && !r.claimsWatched {
 		cached = r.Live
 	}
 	facts, err := gcpolicy.Read(ctx, cached, res)

@@ -127,7 +127,7 @@ func derivedRanges(sections []ipam.Section) int {
 // namespace, for example) is not created; the NAD gets a Warning Event instead.
 func (r *nadReconciler) ensurePool(ctx context.Context, nad *nadv1.NetworkAttachmentDefinition, s ipam.Section,
 	i int, rng ipam.Range, nsLabels map[string]string) error {
-	want, err := ippool.Derive(s.Config.NetworkName, rng, s.Config.EnableOverlappingRanges, s.Config.ReuseCooldown)
+	want, err := ippool.Derive(s.Config.NetworkName, rng, ippool.RulesOf(s.Config))
 	if err != nil {
 		r.unusable(nad, s, err)
 		return nil
@@ -155,6 +155,10 @@ func (r *nadReconciler) ensurePool(ctx context.Context, nad *nadv1.NetworkAttach
 		return nil
 	}
 	if _, err := ippool.ResolveCooldown(pool, s.Config); err != nil {
+		r.unusable(nad, s, err)
+		return nil
+	}
+	if _, err := ippool.ResolveSticky(pool, s.Config); err != nil {
 		r.unusable(nad, s, err)
 		return nil
 	}
@@ -237,6 +241,10 @@ func (r *nadReconciler) checkReference(ctx context.Context, nad *nadv1.NetworkAt
 		return nil
 	}
 	if _, err := ippool.ResolveCooldown(pool, s.Config); err != nil {
+		r.unusable(nad, s, err)
+		return nil
+	}
+	if _, err := ippool.ResolveSticky(pool, s.Config); err != nil {
 		r.unusable(nad, s, err)
 		return nil
 	}

@@ -57,6 +57,8 @@ func TestNADReconcile(t *testing.T) {
 	refNoOverlap := conflist(`{"type":"netpool","datastore":"kubernetes","network_name":"blue","pool":"shared","enable_overlapping_ranges":false}`)
 	inlineCooldown := conflist(`{"type":"netpool","datastore":"kubernetes","network_name":"blue","range":"10.0.0.0/24","reuseCooldown":"1h"}`)
 	refCooldown := conflist(`{"type":"netpool","datastore":"kubernetes","network_name":"blue","pool":"shared","reuseCooldown":"1h"}`)
+	inlineSticky := conflist(`{"type":"netpool","datastore":"kubernetes","network_name":"blue","range":"10.0.0.0/24","statefulSets":"Sticky"}`)
+	refSticky := conflist(`{"type":"netpool","datastore":"kubernetes","network_name":"blue","pool":"shared","statefulSets":"Sticky"}`)
 	invalidPool := pool("shared", "10.1.0.0/24", "blue", nil)
 	invalidPool.Status.Conditions = []metav1.Condition{{Type: ipamv1.IPPoolReadyCondition, Status: metav1.ConditionFalse,
 		Reason: ipamv1.IPPoolInvalidSpecReason, Message: "no usable address", LastTransitionTime: metav1.Now()}}
@@ -136,6 +138,11 @@ func TestNADReconcile(t *testing.T) {
 			wantEvent: "Normal PoolCreated: Created IPPool blue-10.0.0.0-24", wantPool: "blue-10.0.0.0-24", wantCooldown: "1h0m0s"},
 		{name: "a reference whose reuseCooldown disagrees", nad: testNAD(refCooldown), objs: []client.Object{ns, pool("shared", "10.1.0.0/24", "blue", nil)},
 			wantEvent: "Warning PoolUnusable: spec.config plugins[0].ipam: reuseCooldown 1h0m0s disagrees with IPPool shared"},
+		{name: "statefulSets disagrees with the derived pool", nad: testNAD(inlineSticky),
+			objs:      []client.Object{ns, pool("blue-10.0.0.0-24", "10.0.0.0/24", "blue", nil)},
+			wantEvent: `Warning PoolUnusable: spec.config plugins[0].ipam: statefulSets Sticky disagrees with IPPool blue-10.0.0.0-24, which records statefulSets None`},
+		{name: "a reference whose statefulSets disagrees", nad: testNAD(refSticky), objs: []client.Object{ns, pool("shared", "10.1.0.0/24", "blue", nil)},
+			wantEvent: "Warning PoolUnusable: spec.config plugins[0].ipam: statefulSets Sticky disagrees with IPPool shared"},
 		{name: "an inline range over an operator's pool that does not admit the namespace", nad: testNAD(inline), wantNoDerived: true,
 			objs:      []client.Object{ns, pool("tenant-b-pool", "10.0.0.0/28", "blue", map[string]string{"team": "b"})},
 			wantEvent: `Warning PoolUnusable: spec.config plugins[0].ipam: IPPool blue-10.0.0.0-24 cannot serve: spec.range "10.0.0.0/24": the window 10.0.0.1-10.0.0.254 overlaps IPPool tenant-b-pool (10.0.0.1-10.0.0.14, an operator's pool) of network "blue"`},

@@ -87,6 +87,10 @@ type Config struct {
 	// ipam-claim-reference holds the claim's address, which outlives the pod (datastore
 	// kubernetes only; the store resolves the claim).
 	AllowPersistentIPs bool
+	// StatefulSets is StatefulSetsSticky or StatefulSetsNone (statefulSets); StatefulSetsSet is
+	// whether the config states it (see statefulsets.go).
+	StatefulSets    string
+	StatefulSetsSet bool
 }
 
 // PodRef names the pod behind an attachment, as Multus passes it in CNI_ARGS.
@@ -151,6 +155,8 @@ type wireIPAM struct {
 	} `json:"bbolt"`
 	// AllowPersistentIPs: IPAMClaims (Config.AllowPersistentIPs).
 	AllowPersistentIPs *bool `json:"allowPersistentIPs"`
+	// StatefulSets: sticky StatefulSet addresses (Config.StatefulSets).
+	StatefulSets *string `json:"statefulSets"`
 }
 
 // ignoredFields are whereabouts settings that cannot change which address is handed out, so a
@@ -166,6 +172,7 @@ var netpoolFields = []string{
 	"type", "range", "range_start", "range_end", "exclude", "ipRanges", "gateway", "routes", "dns",
 	"network_name", "enable_overlapping_ranges", "kubernetes", "configuration_path", "log_file",
 	"log_level", "datastore", "bbolt", "pool", "reuseCooldown", "allowPersistentIPs",
+	"statefulSets",
 }
 
 var knownFields = slices.Concat(netpoolFields, ignoredFields)
@@ -240,6 +247,9 @@ func Load(stdin []byte, cniArgs string, readFlat FlatReader) (*Config, error) {
 		c.EnableOverlappingRanges, c.OverlappingRangesSet = *w.EnableOverlappingRanges, true
 	}
 	if err := c.setReuseCooldown(&w); err != nil {
+		return nil, err
+	}
+	if err := c.setStatefulSets(&w); err != nil {
 		return nil, err
 	}
 	if w.AllowPersistentIPs != nil && *w.AllowPersistentIPs {

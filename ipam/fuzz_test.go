@@ -20,6 +20,9 @@ func FuzzLoad(f *testing.F) {
 		`{"name":"n","ipam":{"type":"netpool","datastore":"kubernetes","range":"10.0.0.0/24","allowPersistentIPs":true}}`,
 		`{"name":"n","ipam":{"type":"netpool","range":"10.0.0.0/24","allowPersistentIPs":true}}`,
 		`{"name":"n","ipam":{"type":"netpool","datastore":"kubernetes","range":"10.0.0.0/24","allowPersistentIPs":"yes"}}`,
+		`{"name":"n","ipam":{"type":"netpool","range":"10.0.0.0/24","statefulSets":"Sticky"}}`,
+		`{"name":"n","ipam":{"type":"netpool","datastore":"kubernetes","pool":"db","statefulSets":"None"}}`,
+		`{"name":"n","ipam":{"type":"netpool","range":"10.0.0.0/24","statefulSets":"sticky"}}`,
 		`{"ipam":null}`, `[]`, `{"ipam":{"range":"1.2.3.4/0"}}`,
 	} {
 		f.Add([]byte(seed), "IP=10.0.0.5")

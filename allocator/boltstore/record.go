@@ -19,13 +19,15 @@ type record struct {
 	PodUID      string    `json:"pu,omitempty"`
 	Scope       string    `json:"s,omitempty"`
 	Created     time.Time `json:"t"`
+	// Persistent is the address's persistent owner (persistent.go), when it has one.
+	Persistent string `json:"po,omitempty"`
 }
 
 func encodeRecord(a *allocator.Allocation) ([]byte, error) {
 	return json.Marshal(record{
 		ContainerID: a.Owner.ContainerID, IfName: a.Owner.IfName, Network: a.Network,
 		PodNS: a.Pod.Namespace, PodName: a.Pod.Name, PodUID: a.Pod.UID,
-		Scope: a.Scope, Created: a.Created,
+		Scope: a.Scope, Created: a.Created, Persistent: a.Persistent,
 	})
 }
 
@@ -39,7 +41,7 @@ func decodeRecord(pool string, k, v []byte) (allocator.Allocation, error) {
 		Pool: pool, Addr: addr(k),
 		Owner:   allocator.Owner{ContainerID: r.ContainerID, IfName: r.IfName},
 		Network: r.Network, Pod: ipam.PodRef{Namespace: r.PodNS, Name: r.PodName, UID: r.PodUID},
-		Scope: r.Scope, Created: r.Created,
+		Scope: r.Scope, Created: r.Created, Persistent: r.Persistent,
 	}, nil
 }
 

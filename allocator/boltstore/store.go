@@ -12,7 +12,7 @@
 //	owners                pool \x00 containerID \x00 ifName -> address
 //
 // A pool that has released under a reuse cool-down also has blocked, cooling and cooled buckets
-// (cooling.go).
+// (cooling.go); one with sticky pod names a persistent bucket, owner -> address (persistent.go).
 //
 // The "used" buckets hold maximal runs of allocated addresses, which is what makes the free
 // search cost O(log n) in the number of allocations and nothing in the size of the range: the

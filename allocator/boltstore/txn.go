@@ -225,6 +225,9 @@ func (t *txn) put(pb poolBuckets, scope *bolt.Bucket, a *allocator.Allocation) e
 			return err
 		}
 	}
+	if err := putPersistent(pb, a); err != nil {
+		return err
+	}
 	return t.tx.Bucket(bucketOwners).Put(ownerKey(a.Pool, a.Owner), key(a.Addr))
 }
 
@@ -238,27 +241,36 @@ func (t *txn) Release(ctx context.Context, p allocator.Pool, owner allocator.Own
 	if err != nil {
 		return al, false, err
 	}
+	return al, true, t.releaseAt(pb, p, al)
+}
+
+// releaseAt releases the held allocation al of pool p: its record, runs, cool-down, persistent
+// owner and owners entry.
+func (t *txn) releaseAt(pb poolBuckets, p allocator.Pool, al allocator.Allocation) error {
 	// Before used loses the address: a pool's first cooling address starts its blocked runs
 	// as a copy of used.
 	if err := releasedCooling(pb, p, al.Addr); err != nil {
-		return al, false, err
+		return err
 	}
 	if err := pb.alloc.Delete(key(al.Addr)); err != nil {
-		return al, false, err
+		return err
 	}
 	if err := (runs{pb.used}).remove(al.Addr); err != nil {
-		return al, false, err
+		return err
 	}
 	if al.Scope != "" {
 		scope, err := t.scope(al.Scope)
 		if err != nil {
-			return al, false, err
+			return err
 		}
 		if err := (runs{scope}).remove(al.Addr); err != nil {
-			return al, false, err
+			return err
 		}
 	}
-	return al, true, t.tx.Bucket(bucketOwners).Delete(ownerKey(pool, owner))
+	if err := dropPersistent(pb, al); err != nil {
+		return err
+	}
+	return t.tx.Bucket(bucketOwners).Delete(ownerKey(p.Key, al.Owner))
 }
 
 func (t *txn) ForEach(_ context.Context, pool string, fn func(allocator.Allocation) error) error {

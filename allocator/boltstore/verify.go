@@ -58,6 +58,10 @@ const (
 	// FindingCoolingIndex: the reuse cool-down's two indexes disagree, or an address is held and
 	// cooling at once.
 	FindingCoolingIndex FindingKind = "CoolingIndex"
+	// FindingPersistentIndex: a persistent entry (sticky pod names, persistent.go) points at no
+	// allocation or at one recording another owner, or a persistently owned allocation has no
+	// entry pointing at it, so its pod name would not get it back.
+	FindingPersistentIndex FindingKind = "PersistentIndex"
 )
 
 // Finding is one inconsistency: its kind, the bucket it concerns ("pool/<pool key>" or
@@ -305,6 +309,40 @@ func (w *verifier) verifyPool(pool string, b *bolt.Bucket) {
 	if b.Bucket(bucketBlocked) != nil || b.Bucket(bucketCooling) != nil || b.Bucket(bucketCooled) != nil {
 		w.verifyCooling(pool, b, held)
 	}
+	w.verifyPersistent(pool, b, alloc)
+}
+
+// verifyPersistent checks a pool's persistent entries against its allocations, both ways.
+func (w *verifier) verifyPersistent(pool string, b, alloc *bolt.Bucket) {
+	pe := b.Bucket(bucketPersistent)
+	if pe != nil {
+		_ = pe.ForEach(func(k, v []byte) error {
+			a, ok := ipam.AddrFromKey(v)
+			if !ok {
+				w.add(FindingPersistentIndex, "pool/"+pool, "pool %s: persistent entry %q -> %x is not an address", pool, k, v)
+				return nil
+			}
+			rec := alloc.Get(v)
+			if rec == nil {
+				w.add(FindingPersistentIndex, "pool/"+pool, "pool %s: persistent owner %s points at %s, which the pool does not hold", pool, k, a)
+				return nil
+			}
+			if al, err := decodeRecord(pool, v, rec); err == nil && al.Persistent != string(k) {
+				w.add(FindingPersistentIndex, "pool/"+pool, "pool %s: persistent owner %s points at %s, which records owner %q", pool, k, a, al.Persistent)
+			}
+			return nil
+		})
+	}
+	_ = alloc.ForEach(func(k, v []byte) error {
+		al, err := decodeRecord(pool, k, v)
+		if err != nil || al.Persistent == "" {
+			return nil // a corrupt record is reported by verifyPool
+		}
+		if pe == nil || !bytes.Equal(pe.Get([]byte(al.Persistent)), k) {
+			w.add(FindingPersistentIndex, "pool/"+pool, "pool %s: %s records persistent owner %s, whose entry does not point at it", pool, al.Addr, al.Persistent)
+		}
+		return nil
+	})
 }
 
 // verifyCooling checks a pool's reuse cool-down buckets (cooling.go): both indexes of the

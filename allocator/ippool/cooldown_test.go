@@ -18,7 +18,7 @@ func TestDeriveRecordsTheCooldown(t *testing.T) {
 		t.Fatal(err)
 	}
 	for d, want := range map[time.Duration]string{0: "", 30 * time.Second: "30s", 90 * time.Minute: "1h30m0s", ipam.MaxReuseCooldown: "168h0m0s"} {
-		p, err := Derive("blue", r, true, d)
+		p, err := Derive("blue", r, Rules{Overlapping: true, Cooldown: d})
 		if err != nil {
 			t.Fatal(err)
 		}

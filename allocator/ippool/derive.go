@@ -11,15 +11,30 @@ import (
 	"github.com/netpool/netpool/ipam"
 )
 
-// Derive returns the IPPool that inline range r of a config with networkName,
-// enable_overlapping_ranges overlapping and reuseCooldown cooldown describes: named
-// ipamv1.PoolName(networkName, subnet), labelled DerivedLabel, with the range's window, exclusions
-// (as the fewest CIDRs), gateway and cool-down.
+// Rules are the pool rules a config states that a derived pool records.
+type Rules struct {
+	// Overlapping is enable_overlapping_ranges.
+	Overlapping bool
+	// Cooldown is reuseCooldown (0 for none).
+	Cooldown time.Duration
+	// Sticky is statefulSets: Sticky.
+	Sticky bool
+}
+
+// RulesOf returns the pool rules config c states.
+func RulesOf(c *ipam.Config) Rules {
+	return Rules{Overlapping: c.EnableOverlappingRanges, Cooldown: c.ReuseCooldown, Sticky: c.Sticky()}
+}
+
+// Derive returns the IPPool that inline range r of a config with networkName and the pool rules
+// rules describes: named ipamv1.PoolName(networkName, subnet), labelled DerivedLabel, with the
+// range's window, exclusions (as the fewest CIDRs), gateway, overlapping mode, cool-down and
+// statefulSets.
 // rangeStart and rangeEnd are set only where the config narrows the subnet. The agent and the
 // controller both create derived pools with it, so whichever comes first, the pool is the same.
 // The window, exclusions and gateway are the first config's; configs sharing the pool may narrow
 // it further, as in whereabouts.
-func Derive(networkName string, r ipam.Range, overlapping bool, cooldown time.Duration) (*ipamv1.IPPool, error) {
+func Derive(networkName string, r ipam.Range, rules Rules) (*ipamv1.IPPool, error) {
 	if !r.Subnet.IsValid() || !r.Start.IsValid() || !r.End.IsValid() {
 		return nil, fmt.Errorf("range %q is not a valid subnet", r.Subnet)
 	}
@@ -40,11 +55,14 @@ func Derive(networkName string, r ipam.Range, overlapping bool, cooldown time.Du
 	if r.Gateway.IsValid() {
 		p.Spec.Gateway = r.Gateway.String()
 	}
-	if !overlapping {
+	if !rules.Overlapping {
 		p.Spec.OverlappingRanges = ipamv1.OverlappingRangesDisabled
 	}
-	if cooldown > 0 {
-		p.Spec.ReuseCooldown = cooldown.String()
+	if rules.Cooldown > 0 {
+		p.Spec.ReuseCooldown = rules.Cooldown.String()
+	}
+	if rules.Sticky {
+		p.Spec.StatefulSets = ipamv1.StatefulSetsSticky
 	}
 	return p, nil
 }

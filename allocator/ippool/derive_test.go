@@ -38,7 +38,7 @@ func TestDerive(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			p, err := Derive("n", r, true, 0)
+			p, err := Derive("n", r, Rules{Overlapping: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -61,7 +61,7 @@ func TestDerive(t *testing.T) {
 			}
 		})
 	}
-	if _, err := Derive("", ipam.Range{}, true, 0); err == nil {
+	if _, err := Derive("", ipam.Range{}, Rules{Overlapping: true}); err == nil {
 		t.Fatal("an invalid range made a pool")
 	}
 }
@@ -101,8 +101,8 @@ func TestDeriveRecordsTheMode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	on, _ := Derive("ovn", r, true, 0)
-	off, _ := Derive("ovn", r, false, 0)
+	on, _ := Derive("ovn", r, Rules{Overlapping: true})
+	off, _ := Derive("ovn", r, Rules{})
 	if on.Spec.OverlappingRanges != "" || !Overlapping(on) {
 		t.Errorf("enable_overlapping_ranges true gives %q", on.Spec.OverlappingRanges)
 	}

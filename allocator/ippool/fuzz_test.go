@@ -41,7 +41,7 @@ func FuzzDeriveRoundTrip(f *testing.F) {
 		if err != nil {
 			return
 		}
-		p, err := Derive("n", r, true, 0)
+		p, err := Derive("n", r, Rules{Overlapping: true})
 		if err != nil {
 			t.Fatalf("Derive of a parsed range: %v", err)
 		}

@@ -26,12 +26,12 @@ const (
 	ClaimAllocatedReason    = "SuccessfulAllocation"
 )
 
-// claimUse is one call's IPAMClaim: what the attachment's network selection element references,
-// read once per call.
+// claimUse is one call's persistent owner, resolved once per call: the IPAMClaim the attachment's
+// network selection element references, or the StatefulSet pod identity of a sticky pool.
 type claimUse struct {
 	owner ipamv1.ReservationOwner
-	claim *ipamclaimsv1.IPAMClaim
-	pod   string // the pod's name, the claim's status.ownerPod
+	claim *ipamclaimsv1.IPAMClaim // nil for a StatefulSet owner, which has no status to write
+	pod   string                  // the pod's name, the claim's status.ownerPod
 	// hints are the addresses the claim's status lists: where its reservations are, when this
 	// node does not hold them.
 	hints []netip.Addr
@@ -40,18 +40,27 @@ type claimUse struct {
 	bound map[string]netip.Prefix
 }
 
-// resolveClaim finds the IPAMClaim of attachment owner in config c: it reads the pod (live, since
-// the annotation is what the call is about), finds the attachment's network selection element,
-// and reads the claim it references. No reference: nil. Every refusal names the claim and why.
-func (s *Store) resolveClaim(ctx context.Context, c *ipam.Config, owner allocator.Owner) (*claimUse, error) {
+// resolvePersistent finds the persistent owner of attachment owner in config c: it reads the pod
+// (live, since its annotation and owner are what the call is about), then, when c allows
+// persistent IPs, the IPAMClaim its network selection element references, and otherwise, when the
+// call's pools are sticky, the StatefulSet that controls it. No owner: nil. Every refusal names the
+// pod or claim and why.
+func (s *Store) resolvePersistent(ctx context.Context, c *ipam.Config, owner allocator.Owner, sticky bool) (*claimUse, error) {
+	if !c.AllowPersistentIPs && !sticky {
+		return nil, nil
+	}
 	if c.Pod.Namespace == "" || c.Pod.Name == "" {
-		return nil, nil // no pod identity in CNI_ARGS: no annotation to read
+		return nil, nil // no pod identity in CNI_ARGS: no annotation or owner to read
 	}
 	podKey := client.ObjectKey{Namespace: c.Pod.Namespace, Name: c.Pod.Name}
 	pod := &corev1.Pod{}
 	err := s.retry(ctx, "read pod "+podKey.String(), func(ctx context.Context) error { return s.live.Get(ctx, podKey, pod) })
 	if apierrors.IsNotFound(err) {
-		return nil, fmt.Errorf("%w: pod %s does not exist, so its IPAMClaim (allowPersistentIPs) cannot be read", allocator.ErrPersistentOwnerNotFound, podKey)
+		what := "its IPAMClaim (allowPersistentIPs)"
+		if !c.AllowPersistentIPs {
+			what = "its StatefulSet (statefulSets: Sticky)"
+		}
+		return nil, fmt.Errorf("%w: pod %s does not exist, so %s cannot be read", allocator.ErrPersistentOwnerNotFound, podKey, what)
 	}
 	if err != nil {
 		return nil, apiFailure("read pod "+podKey.String(), err)
@@ -59,6 +68,19 @@ func (s *Store) resolveClaim(ctx context.Context, c *ipam.Config, owner allocato
 	if c.Pod.UID != "" && string(pod.UID) != c.Pod.UID {
 		return nil, fmt.Errorf("%w: pod %s has UID %s, not the %s of this attachment", allocator.ErrStoreBusy, podKey, pod.UID, c.Pod.UID)
 	}
+	if c.AllowPersistentIPs {
+		u, err := s.resolveClaim(ctx, c, owner, pod)
+		if err != nil || u != nil || !sticky {
+			return u, err
+		}
+	}
+	return statefulSetUse(pod, owner)
+}
+
+// resolveClaim finds the IPAMClaim that the network selection element of attachment owner in pod
+// references, and reads it. No reference: nil.
+func (s *Store) resolveClaim(ctx context.Context, c *ipam.Config, owner allocator.Owner, pod *corev1.Pod) (*claimUse, error) {
+	podKey := client.ObjectKeyFromObject(pod)
 	el, found, err := attachmentElement(pod.Annotations[NetworksAnnotation], owner.IfName)
 	if err != nil {
 		return nil, fmt.Errorf("%w: pod %s: %w", allocator.ErrPersistentOwnerInvalid, podKey, err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/netpool/netpool/allocator"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
+	"github.com/netpool/netpool/ipam"
 )
 
 // maxBindAttempts bounds the read-modify-write of one re-bind or unbind that loses to another
@@ -20,14 +21,17 @@ const maxBindAttempts = 3
 var _ allocator.PersistentTxn = (*txn)(nil)
 
 // PersistentOwner is the attachment's IPAMClaim, when its config allows persistent IPs and its
-// network selection element references one; read once per call.
-func (t *txn) PersistentOwner(ctx context.Context, owner allocator.Owner) (string, error) {
+// network selection element references one, or else its StatefulSet identity (namespace,
+// StatefulSet, ordinal, interface), when the call's pools are sticky and a StatefulSet controls
+// the pod; read once per call.
+// The call's config is the one bound at Bind (its resolved copy); c is the same call's.
+func (t *txn) PersistentOwner(ctx context.Context, _ *ipam.Config, owner allocator.Owner) (string, error) {
 	b := t.b
-	if !b.cfg.AllowPersistentIPs {
+	if !b.cfg.AllowPersistentIPs && !b.sticky {
 		return "", nil
 	}
 	if !b.claimResolved {
-		u, err := b.s.resolveClaim(ctx, b.cfg, owner)
+		u, err := b.s.resolvePersistent(ctx, b.cfg, owner, b.sticky)
 		if err != nil {
 			return "", err
 		}
@@ -49,9 +53,11 @@ func (t *txn) claimFor(key string) (*claimUse, error) {
 
 // Rebind binds al.Owner to the reservation the persistent owner holds in the pool: this node's,
 // found in the index, or, when this node holds none, the one at an address the claim's status
-// lists (read live), which this node then takes over. A reservation found at such an address
-// that has another owner is not the owner's: the claim's status is stale, and an address is
-// claimed anew.
+// lists or (a StatefulSet owner, which has no status) the one the owner label finds (read live),
+// which this node then takes over. A reservation found at such an address that has another owner
+// is not the owner's: the claim's status is stale, and an address is claimed anew. With a
+// requested al.Addr, an address the owner holds elsewhere is released (giveUpForRequest) and
+// Rebind reports false, so that the requested address is claimed for the owner.
 func (t *txn) Rebind(ctx context.Context, p allocator.Pool, al *allocator.Allocation) (bool, error) {
 	u, err := t.beginClaim(ctx, p, al.Owner)
 	if err != nil {
@@ -71,7 +77,23 @@ func (t *txn) Rebind(ctx context.Context, p allocator.Pool, al *allocator.Alloca
 			names = append(names, ipamv1.ReservationName(u.scope, a))
 		}
 	}
+	if cu.claim == nil && len(names) == 0 {
+		found, err := s.ownerReservations(ctx, u.state.name, cu.owner)
+		if err != nil {
+			return false, err
+		}
+		for _, r := range found {
+			names = append(names, r.Name)
+		}
+	}
+	requested := al.Addr
 	for _, name := range names {
+		if requested.IsValid() && name != ipamv1.ReservationName(u.scope, requested) {
+			if err := s.giveUpForRequest(ctx, name, cu.owner, s.userOf(al), requested); err != nil {
+				return false, err
+			}
+			continue
+		}
 		r, err := s.bindUser(ctx, name, cu.owner, s.userOf(al))
 		if err != nil {
 			return false, err
@@ -125,7 +147,7 @@ func (s *Store) bindUser(ctx context.Context, name string, owner ipamv1.Reservat
 		if err != nil {
 			return nil, apiFailure("read reservation "+name, err)
 		}
-		if r.Spec.Owner == nil || *r.Spec.Owner != owner || r.DeletionTimestamp != nil {
+		if !r.Spec.Owner.Is(owner) || r.DeletionTimestamp != nil {
 			return nil, nil
 		}
 		users := []ipamv1.ReservationUser{}

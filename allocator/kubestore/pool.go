@@ -64,7 +64,7 @@ func (s *Store) poolStateFor(name string) *poolState {
 // name must have the same range and network name. A pool that would refuse the call anyway (see
 // poolRules) is not created, so a refused config changes no state.
 func (s *Store) ensureInlinePool(ctx context.Context, c *ipam.Config, r ipam.Range) (*poolState, error) {
-	want, err := ippool.Derive(c.NetworkName, r, c.EnableOverlappingRanges, c.ReuseCooldown)
+	want, err := ippool.Derive(c.NetworkName, r, ippool.RulesOf(c))
 	if err != nil {
 		return nil, &ipam.ConfigError{Field: "range", Value: r.Subnet.String(), Reason: err.Error()}
 	}

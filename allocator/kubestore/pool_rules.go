@@ -29,8 +29,8 @@ func (s *Store) currentPool(ctx context.Context, st *poolState) *ipamv1.IPPool {
 // poolRules applies the pool model (allocator/ippool) to pool as config c uses it from this node,
 // and returns why c may not claim from it, or nil:
 //   - the controller's verdict: a pool that is not Ready (Invalid, say) hands out nothing;
-//   - the overlapping-ranges mode and the reuse cool-down recorded on the pool, which c must
-//     agree with;
+//   - the overlapping-ranges mode, the reuse cool-down and the statefulSets mode recorded on the
+//     pool, which c must agree with;
 //   - the namespaceSelector and nodeSelector of the pool and of every pool of its network whose
 //     window it overlaps, against the pod's namespace and this node.
 //
@@ -45,6 +45,9 @@ func (s *Store) poolRules(ctx context.Context, pool *ipamv1.IPPool, c *ipam.Conf
 		return refuse(err)
 	}
 	if _, err := ippool.ResolveCooldown(pool, c); err != nil {
+		return refuse(err)
+	}
+	if _, err := ippool.ResolveSticky(pool, c); err != nil {
 		return refuse(err)
 	}
 	parsed, err := ippool.Parse(pool)

@@ -26,6 +26,7 @@ func (s *Store) newReservation(u *poolUse, al *allocator.Allocation, claim *clai
 	if owner := persistentOwnerOf(claim, al); owner != nil {
 		r.Spec.Owner = owner
 		r.Spec.Users = []ipamv1.ReservationUser{s.userOf(al)}
+		r.Labels[ipamv1.OwnerLabel] = ipamv1.OwnerLabelValue(owner.Key())
 	}
 	return r
 }

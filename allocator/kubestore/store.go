@@ -256,6 +256,9 @@ type callStore struct {
 	// claim is the attachment's IPAMClaim, once PersistentOwner has resolved it (claimResolved).
 	claim         *claimUse
 	claimResolved bool
+	// sticky is whether the call's pools give StatefulSet pods their ordinal's address
+	// (ippool.ResolveSticky); a config that disagrees with its pool claims nothing (poolRules).
+	sticky bool
 }
 
 // poolUse is one pool as one config uses it.
@@ -312,6 +315,9 @@ func (s *Store) Bind(c *ipam.Config) (allocator.Store, *ipam.Config, error) {
 		// A config that disagrees with the pool's cool-down is refused claims the same way; its
 		// releases still cool by the pool's.
 		cooldown, _ := ippool.ResolveCooldown(pool, c)
+		if sticky, _ := ippool.ResolveSticky(pool, c); sticky {
+			b.sticky = true
+		}
 		st.cooling.cooldown.Store(int64(cooldown))
 		b.pools[c.PoolKey(i)] = &poolUse{state: st, networkName: c.NetworkName, overlap: overlap,
 			scope: ippool.ReservationScope(st.name, c.NetworkName, overlap), admit: s.poolRules(ctx, pool, c),
@@ -353,7 +359,7 @@ func (b *callStore) run(ctx context.Context, writable bool, fn func(context.Cont
 	}
 	// The claim's status follows the addresses; the addresses stay whatever it comes to, and a
 	// repeated ADD writes it again.
-	if writable && b.claim != nil && len(b.claim.bound) > 0 {
+	if writable && b.claim != nil && b.claim.claim != nil && len(b.claim.bound) > 0 {
 		return b.s.writeClaimStatus(ctx, b.claim)
 	}
 	return nil

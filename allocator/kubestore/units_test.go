@@ -67,7 +67,7 @@ func TestInlinePool(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := ippool.Derive("blue", r, true, 0)
+	p, err := ippool.Derive("blue", r, ippool.Rules{Overlapping: true})
 	if err != nil {
 		t.Fatal(err)
 	}

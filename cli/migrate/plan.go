@@ -144,7 +144,7 @@ func (p *plan) addNAD(nad nadv1.NetworkAttachmentDefinition, byName map[string]*
 			e.Pools = append(e.Pools, name)
 			pp := byName[name]
 			if pp == nil {
-				want, err := ippool.Derive(c.NetworkName, r, c.EnableOverlappingRanges, c.ReuseCooldown)
+				want, err := ippool.Derive(c.NetworkName, r, ippool.RulesOf(c))
 				if err != nil {
 					e.Error = err.Error()
 					continue

@@ -178,6 +178,9 @@ func TestNodeRestriction(t *testing.T) {
 	t.Run("a claim's address moves with its VM, and only so", func(t *testing.T) {
 		testClaimTakeOver(t, env, sh, na, nb, ca, cb)
 	})
+	t.Run("a StatefulSet pod's address follows it to another node", func(t *testing.T) {
+		testStatefulSetTakeOver(t, env, sh, na, nb, ca)
+	})
 }
 
 // testClaimTakeOver migrates a VM from node-a to node-b through the agents under their pod-bound

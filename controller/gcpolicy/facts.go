@@ -18,10 +18,14 @@ import (
 type Facts struct {
 	// Pod is the reservation's pod, nil when no pod of that namespace and name exists.
 	Pod *corev1.Pod
-	// OwnerExists is whether the reservation's persistent owner (spec.owner: an IPAMClaim)
-	// exists. Read sets it only for a reservation with an owner, and then reads no pod: a
+	// OwnerExists is whether the reservation's persistent owner (spec.owner: an IPAMClaim, or a
+	// StatefulSet with more replicas than the ordinal) exists. Read sets it only for a reservation with an owner, and then reads no pod: a
 	// persistently owned address does not depend on its pods.
 	OwnerExists bool
+	// OwnerScaledDown is set, with OwnerExists unset, when the owner is a StatefulSet that exists
+	// with spec.replicas at or below the reservation's ordinal; OwnerDetail then says so.
+	OwnerScaledDown bool
+	OwnerDetail     string
 }
 
 // Judgeable reports whether r names an owner the policy can judge. A reservation without a pod
@@ -36,8 +40,7 @@ func Judgeable(r *ipamv1.OverlappingRangeIPReservation) bool {
 // server, the CLI the API server.
 func Read(ctx context.Context, c client.Reader, r *ipamv1.OverlappingRangeIPReservation) (Facts, error) {
 	if r.Spec.Owner != nil {
-		exists, err := ownerExists(ctx, c, *r.Spec.Owner)
-		return Facts{OwnerExists: exists}, err
+		return ownerFacts(ctx, c, *r.Spec.Owner)
 	}
 	ns, name, ok := SplitPodRef(r.Spec.PodRef)
 	if !ok {

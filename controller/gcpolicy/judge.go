@@ -57,7 +57,9 @@ func podHasUID(pod *corev1.Pod, uid string) bool {
 //     pod (an ADD may still be running) and a terminating pod (the kubelet will DEL) keep theirs.
 //
 // A persistently owned reservation (spec.owner) is judged by its owner alone: it is released when
-// its IPAMClaim is gone, never because of its pods, which come and go (a VM restarts or migrates).
+// its IPAMClaim is gone, or its StatefulSet is gone or scaled to the ordinal or below, never
+// because of its pods, which come and go (a VM restarts or migrates, a StatefulSet pod is
+// recreated on another node).
 func Judge(r *ipamv1.OverlappingRangeIPReservation, f Facts, now time.Time, grace time.Duration) Verdict {
 	pod := f.Pod
 	if r.Spec.PodRef == "" && r.Spec.Owner == nil {
@@ -69,6 +71,9 @@ func Judge(r *ipamv1.OverlappingRangeIPReservation, f Facts, now time.Time, grac
 	if o := r.Spec.Owner; o != nil {
 		if f.OwnerExists {
 			return Verdict{}
+		}
+		if f.OwnerScaledDown {
+			return Verdict{Reason: ReasonOwnerScaledDown, Detail: f.OwnerDetail}
 		}
 		return Verdict{Reason: ReasonOwnerDeleted, Detail: fmt.Sprintf("%s %s/%s no longer exists", o.Kind, o.Namespace, o.Name)}
 	}

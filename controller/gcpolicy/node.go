@@ -14,8 +14,8 @@ import (
 // none). The address goes with the node unless:
 //
 //   - an EgressRouter holds it: the router's address belongs to the router, which releases it;
-//   - a persistent owner (spec.owner: an IPAMClaim) holds it: it outlives its node, since the
-//     VM restarts elsewhere and takes the address over;
+//   - a persistent owner (spec.owner: an IPAMClaim, a sticky StatefulSet's pod) holds it: it
+//     outlives its node, since the VM or the pod restarts elsewhere and takes the address over;
 //   - its pod runs on a node of another name: the agent's node name is not the Node's, so the
 //     address is in use, and the pod policy (Judge) decides it instead.
 func OnDeletedNode(r *ipamv1.OverlappingRangeIPReservation, pod *corev1.Pod, node string) Verdict {

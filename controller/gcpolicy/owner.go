@@ -5,27 +5,48 @@ import (
 	"fmt"
 
 	ipamclaimsv1 "github.com/k8snetworkplumbingwg/ipamclaims/pkg/crd/ipamclaims/v1alpha1"
+	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
 )
 
-// ownerExists reports whether a reservation's persistent owner exists. A claim being deleted
-// still exists: its address goes once it is gone.
-func ownerExists(ctx context.Context, c client.Reader, o ipamv1.ReservationOwner) (bool, error) {
+// ownerFacts reads whether a reservation's persistent owner still owns it, and if not, why. A
+// claim being deleted still exists: its address goes once it is gone. A StatefulSet owns an
+// ordinal's address while it exists (being deleted or not: its pods are still going) and its
+// spec.replicas (1 when unset) is above the ordinal.
+func ownerFacts(ctx context.Context, c client.Reader, o ipamv1.ReservationOwner) (Facts, error) {
+	key := client.ObjectKey{Namespace: o.Namespace, Name: o.Name}
 	switch o.Kind {
 	case ipamv1.OwnerIPAMClaim:
-		key := client.ObjectKey{Namespace: o.Namespace, Name: o.Name}
 		err := c.Get(ctx, key, &ipamclaimsv1.IPAMClaim{})
 		if apierrors.IsNotFound(err) {
-			return false, nil
+			return Facts{}, nil
 		}
 		if err != nil {
-			return false, fmt.Errorf("failed to get IPAMClaim %s: %w", key, err)
+			return Facts{}, fmt.Errorf("failed to get IPAMClaim %s: %w", key, err)
 		}
-		return true, nil
+		return Facts{OwnerExists: true}, nil
+	case ipamv1.OwnerStatefulSet:
+		sts := &appsv1.StatefulSet{}
+		err := c.Get(ctx, key, sts)
+		if apierrors.IsNotFound(err) {
+			return Facts{}, nil
+		}
+		if err != nil {
+			return Facts{}, fmt.Errorf("failed to get StatefulSet %s: %w", key, err)
+		}
+		replicas := int32(1)
+		if sts.Spec.Replicas != nil {
+			replicas = *sts.Spec.Replicas
+		}
+		if o.Ordinal == nil || replicas > *o.Ordinal {
+			return Facts{OwnerExists: true}, nil
+		}
+		return Facts{OwnerScaledDown: true, OwnerDetail: fmt.Sprintf("StatefulSet %s has %d replicas, so ordinal %d is gone",
+			key, replicas, *o.Ordinal)}, nil
 	}
 	// An owner of a kind this version does not know is kept: releasing it could free a live address.
-	return true, nil
+	return Facts{OwnerExists: true}, nil
 }

@@ -14,6 +14,10 @@ const (
 	ReasonNotInNetworkStatus = "NotInNetworkStatus"
 	// ReasonNodeDeleted: the reservation's node was deleted.
 	ReasonNodeDeleted = "NodeDeleted"
-	// ReasonOwnerDeleted: the reservation's persistent owner (an IPAMClaim) was deleted.
+	// ReasonOwnerDeleted: the reservation's persistent owner (an IPAMClaim, a StatefulSet) was
+	// deleted.
 	ReasonOwnerDeleted = "OwnerDeleted"
+	// ReasonOwnerScaledDown: the reservation's owner is a StatefulSet scaled to the reservation's
+	// ordinal or below.
+	ReasonOwnerScaledDown = "OwnerScaledDown"
 )

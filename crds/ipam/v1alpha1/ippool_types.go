@@ -60,6 +60,20 @@ const (
 	OverlappingRangesDisabled OverlappingRanges = "Disabled"
 )
 
+// StatefulSets is what a pool does for the pods of a StatefulSet.
+// +kubebuilder:validation:Enum=Sticky;None
+// +kubebuilder:validation:MaxLength=8
+type StatefulSets string
+
+const (
+	// StatefulSetsNone (unset means None): a StatefulSet's pod owns its address like any pod.
+	StatefulSetsNone StatefulSets = "None"
+	// StatefulSetsSticky: the address belongs to the pod's identity (namespace, StatefulSet,
+	// ordinal, interface), so a recreated pod gets it back on any node, until the StatefulSet is
+	// deleted or scaled to that ordinal or below.
+	StatefulSetsSticky StatefulSets = "Sticky"
+)
+
 // DerivedLabel marks an IPPool derived from a NAD's inline range (created by the controller or a
 // node agent under PoolName), as opposed to one a cluster operator made. Its value is
 // DerivedLabelValue. A derived pool that overlaps an operator's pool yields to it, and the
@@ -188,6 +202,15 @@ type IPPoolSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self.matches('^(0|([0-9]{1,6}([.][0-9]{1,6})?(ns|us|ms|s|m|h))+)$')",messageExpression="'reuseCooldown ' + self + ' must be a duration such as 30s or 1h (0s for none)'"
 	// +kubebuilder:validation:XValidation:rule="!self.matches('^(0|([0-9]{1,6}([.][0-9]{1,6})?(ns|us|ms|s|m|h))+)$') || self == '0' || duration(self) == duration('0s') || (duration(self) >= duration('1s') && duration(self) <= duration('168h'))",messageExpression="'reuseCooldown ' + self + ' must be 0s (none) or from 1s to 168h'"
 	ReuseCooldown string `json:"reuseCooldown,omitempty"`
+
+	// statefulSets is Sticky to give each pod of a StatefulSet (identified by namespace,
+	// StatefulSet, ordinal and interface) the same address whenever it is recreated, on any node,
+	// until the StatefulSet is deleted or scaled to that ordinal or below; None (unset) lets a
+	// StatefulSet's pod own its address like any pod. A derived pool records the first config's
+	// statefulSets. A config that states another value is refused (CNI error 7); one that does not
+	// state it follows the pool. It may be changed; the new value applies to the next ADD.
+	// +optional
+	StatefulSets StatefulSets `json:"statefulSets,omitempty"`
 }
 
 // IPPoolStatus is the observed state of an IPPool, written by the controller.

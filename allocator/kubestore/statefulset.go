@@ -1,0 +1,116 @@
+package kubestore
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/netpool/netpool/allocator"
+	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
+	"github.com/netpool/netpool/ipam"
+)
+
+// PodIndexLabel is the label the StatefulSet controller puts on each pod with its ordinal
+// (Kubernetes 1.28 and later).
+const PodIndexLabel = "apps.kubernetes.io/pod-index"
+
+// StatefulSetOwner returns the sticky owner of interface ifName of pod: the StatefulSet that
+// controls it (its controller ownerReference of kind StatefulSet, apps/v1), with the pod's ordinal
+// (the PodIndexLabel, else the pod name's -<n> suffix after the StatefulSet's name) and ifName.
+// A pod that no StatefulSet controls has none (nil). A StatefulSet pod whose ordinal cannot be
+// told is an error: giving it an address of its own would silently lose the rule.
+func StatefulSetOwner(pod *corev1.Pod, ifName string) (*ipamv1.ReservationOwner, error) {
+	ref := metav1.GetControllerOf(pod)
+	if ref == nil || ref.Kind != "StatefulSet" || ref.APIVersion != "apps/v1" {
+		return nil, nil
+	}
+	text, from := pod.Labels[PodIndexLabel], "label "+PodIndexLabel
+	if _, labelled := pod.Labels[PodIndexLabel]; !labelled {
+		var ok bool
+		if text, ok = strings.CutPrefix(pod.Name, ref.Name+"-"); !ok {
+			return nil, fmt.Errorf("pod %s/%s of StatefulSet %s has no %s label and its name is not %s-<ordinal>",
+				pod.Namespace, pod.Name, ref.Name, PodIndexLabel, ref.Name)
+		}
+		from = "name"
+	}
+	ordinal, ok := ipam.ParseOrdinal(text)
+	if !ok {
+		return nil, fmt.Errorf("pod %s/%s of StatefulSet %s: ordinal %q (from its %s) is not a number from 0 to 2147483647 without leading zeros",
+			pod.Namespace, pod.Name, ref.Name, truncate(text, 16), from)
+	}
+	return &ipamv1.ReservationOwner{Kind: ipamv1.OwnerStatefulSet, Namespace: pod.Namespace, Name: ref.Name,
+		Ordinal: &ordinal, Interface: ifName}, nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "..."
+	}
+	return s
+}
+
+// statefulSetUse is the call's persistent owner for a StatefulSet pod in a sticky pool; nil for a
+// pod no StatefulSet controls.
+func statefulSetUse(pod *corev1.Pod, owner allocator.Owner) (*claimUse, error) {
+	o, err := StatefulSetOwner(pod, owner.IfName)
+	if err != nil || o == nil {
+		if err != nil {
+			err = fmt.Errorf("%w: %w", allocator.ErrPersistentOwnerInvalid, err)
+		}
+		return nil, err
+	}
+	return &claimUse{owner: *o, pod: pod.Name, bound: map[string]netip.Prefix{}}, nil
+}
+
+// ownerReservations lists, live, the reservations of persistent owner o in pool: every node's,
+// found by the owner label. A StatefulSet pod recreated on another node finds its address so; a
+// node that holds it answers from its index first and never lists.
+func (s *Store) ownerReservations(ctx context.Context, pool string, o ipamv1.ReservationOwner) ([]ipamv1.OverlappingRangeIPReservation, error) {
+	var list ipamv1.OverlappingRangeIPReservationList
+	sel := client.MatchingLabels{ipamv1.OwnerLabel: ipamv1.OwnerLabelValue(o.Key()), ipamv1.PoolLabel: ipamv1.LabelValue(pool)}
+	err := s.retry(ctx, "list the reservations of "+o.Key(), func(ctx context.Context) error {
+		return s.live.List(ctx, &list, sel)
+	})
+	if err != nil {
+		return nil, apiFailure("list the reservations of "+o.Key(), err)
+	}
+	var out []ipamv1.OverlappingRangeIPReservation
+	for _, r := range list.Items {
+		if r.Spec.Owner.Is(o) && r.Spec.Pool == pool && r.DeletionTimestamp == nil {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// giveUpForRequest releases reservation name of persistent owner o, so that the address the
+// attachment requests becomes the owner's instead: a requested ips wins, and is remembered. An
+// address still bound to another attachment is not taken from it.
+func (s *Store) giveUpForRequest(ctx context.Context, name string, o ipamv1.ReservationOwner, user ipamv1.ReservationUser, requested netip.Addr) error {
+	r := &ipamv1.OverlappingRangeIPReservation{}
+	err := s.retry(ctx, "read reservation "+name, func(ctx context.Context) error {
+		return s.live.Get(ctx, client.ObjectKey{Name: name}, r)
+	})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return apiFailure("read reservation "+name, err)
+	}
+	if !r.Spec.Owner.Is(o) {
+		return nil
+	}
+	for _, u := range r.Spec.Users {
+		if u.ContainerID != user.ContainerID || u.IfName != user.IfName {
+			return fmt.Errorf("%w: %s holds %s, still used by %s/%s on node %s, so it cannot move to the requested %s",
+				allocator.ErrAttachmentConflict, o.Key(), r.Spec.Address, u.ContainerID, u.IfName, u.Node, requested)
+		}
+	}
+	return s.deleteReservation(ctx, name, r.UID)
+}
