@@ -150,15 +150,7 @@ func (r *nadReconciler) ensurePool(ctx context.Context, nad *nadv1.NetworkAttach
 		r.unusable(nad, s, fmt.Errorf("range %s of network %q: %w", rng.Subnet, s.Config.NetworkName, err))
 		return nil
 	}
-	if _, err := ippool.ResolveOverlapping(pool, s.Config); err != nil {
-		r.unusable(nad, s, err)
-		return nil
-	}
-	if _, err := ippool.ResolveCooldown(pool, s.Config); err != nil {
-		r.unusable(nad, s, err)
-		return nil
-	}
-	if _, err := ippool.ResolveSticky(pool, s.Config); err != nil {
+	if _, err := ippool.Resolve(pool, s.Config); err != nil {
 		r.unusable(nad, s, err)
 		return nil
 	}
@@ -236,15 +228,7 @@ func (r *nadReconciler) checkReference(ctx context.Context, nad *nadv1.NetworkAt
 		r.unusable(nad, s, err)
 		return nil
 	}
-	if _, err := ippool.ResolveOverlapping(pool, s.Config); err != nil {
-		r.unusable(nad, s, err)
-		return nil
-	}
-	if _, err := ippool.ResolveCooldown(pool, s.Config); err != nil {
-		r.unusable(nad, s, err)
-		return nil
-	}
-	if _, err := ippool.ResolveSticky(pool, s.Config); err != nil {
+	if _, err := ippool.Resolve(pool, s.Config); err != nil {
 		r.unusable(nad, s, err)
 		return nil
 	}

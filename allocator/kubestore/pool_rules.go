@@ -41,13 +41,7 @@ func (s *Store) poolRules(ctx context.Context, pool *ipamv1.IPPool, c *ipam.Conf
 	if err := ippool.Serving(pool); err != nil {
 		return refuse(err)
 	}
-	if _, err := ippool.ResolveOverlapping(pool, c); err != nil {
-		return refuse(err)
-	}
-	if _, err := ippool.ResolveCooldown(pool, c); err != nil {
-		return refuse(err)
-	}
-	if _, err := ippool.ResolveSticky(pool, c); err != nil {
+	if _, err := ippool.Resolve(pool, c); err != nil {
 		return refuse(err)
 	}
 	parsed, err := ippool.Parse(pool)

@@ -11,11 +11,10 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/kustomize/api/krusty"
-	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
 
 	"github.com/netpool/netpool/test/envtest"
+	"github.com/netpool/netpool/test/harness"
 )
 
 // image is what every container runs: the one image make image builds, tagged in one place (the
@@ -25,30 +24,6 @@ const image = "ghcr.io/netpool/netpool:latest"
 // kustomizations are every kustomization an operator applies; components are covered through the
 // overlay that combines them.
 var kustomizations = []string{"base", "overlays/full"}
-
-// render builds the kustomization at dir (relative to deploy/).
-func render(t *testing.T, dir string) []*unstructured.Unstructured {
-	t.Helper()
-	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
-	resMap, err := k.Run(filesys.MakeFsOnDisk(), filepath.Join("..", "..", "deploy", dir))
-	if err != nil {
-		t.Fatalf("kustomize build deploy/%s: %v", dir, err)
-	}
-	var objs []*unstructured.Unstructured
-	for _, r := range resMap.Resources() {
-		// Through JSON: kustomize's maps hold Go ints, which unstructured's helpers refuse.
-		data, err := r.MarshalJSON()
-		if err != nil {
-			t.Fatal(err)
-		}
-		o := &unstructured.Unstructured{}
-		if err := o.UnmarshalJSON(data); err != nil {
-			t.Fatalf("deploy/%s: %v", dir, err)
-		}
-		objs = append(objs, o)
-	}
-	return objs
-}
 
 func kindsOf(objs []*unstructured.Unstructured) map[string]int {
 	k := map[string]int{}
@@ -61,7 +36,7 @@ func kindsOf(objs []*unstructured.Unstructured) map[string]int {
 // TestKustomizationsRender: each kustomization builds, holds what it promises, and names only the
 // one image, with the tag set in one place.
 func TestKustomizationsRender(t *testing.T) {
-	base := render(t, "base")
+	base := harness.RenderDeploy(t, "base")
 	kinds := kindsOf(base)
 	for _, k := range []string{"CustomResourceDefinition", "Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "DaemonSet", "Deployment", "Service"} {
 		if kinds[k] == 0 {
@@ -102,7 +77,7 @@ func TestKustomizationsRender(t *testing.T) {
 	}
 
 	for _, dir := range kustomizations {
-		objs := render(t, dir)
+		objs := harness.RenderDeploy(t, dir)
 		var images []string
 		for _, o := range objs {
 			images = append(images, containerImages(t, o)...)
@@ -117,7 +92,7 @@ func TestKustomizationsRender(t *testing.T) {
 		}
 	}
 
-	full := render(t, "overlays/full")
+	full := harness.RenderDeploy(t, "overlays/full")
 	fk := kindsOf(full)
 	if fk["NetworkAttachmentDefinition"] != 3 || fk["ServiceMonitor"] != 1 || !hasObject(full, "ConfigMap", "netpool-grafana-dashboard") || fk["IPPool"] != 1 {
 		t.Errorf("deploy/overlays/full kinds %v: want 3 example NADs, the pool one references, a ServiceMonitor and the dashboard ConfigMap", fk)
@@ -191,7 +166,7 @@ func TestKustomizationsApplyWithAServerSideDryRun(t *testing.T) {
 	env.InstallNADCRD(t)    // Multus' NAD CRD, which the example NADs need
 	ctx := context.Background()
 	for _, dir := range kustomizations {
-		objs := render(t, dir)
+		objs := harness.RenderDeploy(t, dir)
 		for _, o := range objs {
 			if o.GetKind() != "Namespace" {
 				continue

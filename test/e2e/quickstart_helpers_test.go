@@ -24,8 +24,6 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/kustomize/api/krusty"
-	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	"github.com/netpool/netpool/test/envtest"
 	"github.com/netpool/netpool/test/harness"
@@ -86,30 +84,6 @@ func (qs quickStart) object(t *testing.T, kind string) *unstructured.Unstructure
 		t.Fatalf("README quick start holds %d %s manifests, want 1", len(found), kind)
 	}
 	return found[0].DeepCopy()
-}
-
-// renderKustomization builds deploy/<dir> with the kustomize library, as kubectl apply -k does.
-func renderKustomization(t *testing.T, dir string) []*unstructured.Unstructured {
-	t.Helper()
-	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
-	resMap, err := k.Run(filesys.MakeFsOnDisk(), filepath.Join("..", "..", "deploy", dir))
-	if err != nil {
-		t.Fatalf("kustomize build deploy/%s: %v", dir, err)
-	}
-	var objs []*unstructured.Unstructured
-	for _, r := range resMap.Resources() {
-		// Through JSON: kustomize's maps hold Go ints, which unstructured's helpers refuse.
-		data, err := r.MarshalJSON()
-		if err != nil {
-			t.Fatal(err)
-		}
-		o := &unstructured.Unstructured{}
-		if err := o.UnmarshalJSON(data); err != nil {
-			t.Fatalf("deploy/%s: %v", dir, err)
-		}
-		objs = append(objs, o)
-	}
-	return objs
 }
 
 // serverSideApply applies each object for real, as kubectl apply --server-side would, namespaces

@@ -47,7 +47,7 @@ func TestQuickStartKubernetes(t *testing.T) {
 	qs := readQuickStart(t)
 
 	// 1. kubectl apply -k deploy/base
-	base := renderKustomization(t, "base")
+	base := harness.RenderDeploy(t, "base")
 	serverSideApply(ctx, t, env, base)
 
 	// 2. The agent DaemonSet's pod on node-1.
