@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -53,12 +54,16 @@ func TestDeletedNodesSlicesAndReservationsAreReclaimed(t *testing.T) {
 	consistently(t, time.Second, "node-a's slice stays", exists(kept))
 	consistently(t, 100*time.Millisecond, "node-a's reservation stays", exists(keptRes))
 
-	if got := m.releases(t, gcpolicy.ReasonNodeDeleted, false); got != 3 {
-		t.Errorf("netpool_gc_releases_total{reason=%q} = %v, want 3", gcpolicy.ReasonNodeDeleted, got)
-	}
-	if got := m.metric(t, "netpool_slices_returned_total", map[string]string{"reason": gcpolicy.ReasonNodeDeleted}); got != 3 {
-		t.Errorf("netpool_slices_returned_total{reason=%q} = %v, want 3", gcpolicy.ReasonNodeDeleted, got)
-	}
+	// The counters move just after each delete returns, so what is seen gone may not be counted yet.
+	eventually(t, 5*time.Second, "the releases and returns are counted", func() error {
+		if got := m.releases(t, gcpolicy.ReasonNodeDeleted, false); got != 3 {
+			return fmt.Errorf("netpool_gc_releases_total{reason=%q} = %v, want 3", gcpolicy.ReasonNodeDeleted, got)
+		}
+		if got := m.metric(t, "netpool_slices_returned_total", map[string]string{"reason": gcpolicy.ReasonNodeDeleted}); got != 3 {
+			return fmt.Errorf("netpool_slices_returned_total{reason=%q} = %v, want 3", gcpolicy.ReasonNodeDeleted, got)
+		}
+		return nil
+	})
 	eventually(t, 5*time.Second, "each returned slice is an Event on the pool", func() error {
 		return wantEvent(t, pool.UID, corev1.EventTypeNormal, EventSliceReturned, slicesB[0].Name, "node node-b was deleted")
 	})
