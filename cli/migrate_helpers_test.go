@@ -1,10 +1,8 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"log/slog"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -16,12 +14,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/netpool/netpool/cni-plugin/agent"
 	"github.com/netpool/netpool/controller"
-	"github.com/netpool/netpool/internal/kubeclient"
+	"github.com/netpool/netpool/test/agenttest"
 	"github.com/netpool/netpool/test/envtest"
 	"github.com/netpool/netpool/test/harness"
 )
@@ -157,32 +154,8 @@ func (w *whereaboutsEnv) startAgent(t *testing.T, node string) string {
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	socket := filepath.Join(dir, "agent.sock")
-	cfg := rest.CopyConfig(env.Config)
-	cfg.QPS, cfg.Burst = kubeclient.DefaultQPS, kubeclient.DefaultBurst
 	// The flat file lives in the test's directory, not under /etc/cni/net.d, where the agent reads it.
-	a, err := agent.New(cfg, agent.Options{NodeName: node, Socket: socket, Log: slog.New(slog.DiscardHandler), Stderr: &bytes.Buffer{},
-		ConfigDirs: []string{w.flatDir}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	select {
-	case <-a.Ready():
-	case err := <-done:
-		cancel()
-		t.Fatalf("agent %s stopped: %v", node, err)
-	case <-time.After(30 * time.Second):
-		cancel()
-		t.Fatalf("agent %s not ready after 30s", node)
-	}
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("agent %s: %v", node, err)
-		}
-	})
+	agenttest.Run(t, env.Config, agent.Options{NodeName: node, Socket: socket, ConfigDirs: []string{w.flatDir}})
 	return socket
 }
 

@@ -1,24 +1,20 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"log/slog"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/containernetworking/cni/libcni"
 	"github.com/containernetworking/plugins/pkg/ns"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/netpool/netpool/cni-plugin/agent"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
-	"github.com/netpool/netpool/internal/kubeclient"
+	"github.com/netpool/netpool/test/agenttest"
 	"github.com/netpool/netpool/test/envtest"
 	"github.com/netpool/netpool/test/harness"
 )
@@ -41,31 +37,7 @@ func mustAgent(t *testing.T, env *envtest.Env, node string) string {
 // mustAgentAt is mustAgent with the socket at a path of the test's choosing.
 func mustAgentAt(t *testing.T, env *envtest.Env, node, socket string) {
 	t.Helper()
-	cfg := rest.CopyConfig(env.Config)
-	cfg.QPS, cfg.Burst = kubeclient.DefaultQPS, kubeclient.DefaultBurst
-	a, err := agent.New(cfg, agent.Options{NodeName: node, Socket: socket,
-		Log: slog.New(slog.DiscardHandler), Stderr: &bytes.Buffer{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	select {
-	case <-a.Ready():
-	case err := <-done:
-		cancel()
-		t.Fatalf("agent %s stopped: %v", node, err)
-	case <-time.After(30 * time.Second):
-		cancel()
-		t.Fatalf("agent %s not ready after 30s", node)
-	}
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("agent %s: %v", node, err)
-		}
-	})
+	agenttest.Run(t, env.Config, agent.Options{NodeName: node, Socket: socket})
 }
 
 // kubeConflist returns a conflist with one bridge plugin (bridge is the Linux bridge, which holds
