@@ -8,8 +8,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/netpool/netpool/controller/gcpolicy"
 	networkv1 "github.com/netpool/netpool/crds/network/v1"
+	"github.com/netpool/netpool/internal/gcpolicy"
 )
 
 // cacheOptions keeps the informer cache small: every object loses its managedFields, and pods,

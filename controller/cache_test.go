@@ -10,8 +10,8 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
-	"github.com/netpool/netpool/controller/gcpolicy"
 	networkv1 "github.com/netpool/netpool/crds/network/v1"
+	"github.com/netpool/netpool/internal/gcpolicy"
 )
 
 func TestSlimTransformsKeepWhatTheReconcilersRead(t *testing.T) {

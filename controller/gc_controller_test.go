@@ -11,7 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/netpool/netpool/controller/gcpolicy"
+	"github.com/netpool/netpool/internal/gcpolicy"
 )
 
 // The GC's user stories, on the real API server with the manager in-process. Pods are API objects

@@ -11,7 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/netpool/netpool/controller/gcpolicy"
+	"github.com/netpool/netpool/internal/gcpolicy"
 )
 
 func TestLeaderElectionOneLeaderAndTakeOverWhenItDies(t *testing.T) {

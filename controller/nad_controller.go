@@ -18,8 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/netpool/netpool/allocator/ippool"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
+	"github.com/netpool/netpool/internal/ippool"
 	"github.com/netpool/netpool/ipam"
 )
 
@@ -32,7 +32,7 @@ import (
 //   - each inline range of a kubernetes-datastore section gets its pool, created if missing;
 //   - a reference to an operator-made pool is checked: the pool exists, and its namespaceSelector
 //     admits the NAD's namespace; a failure is a Warning Event;
-//   - every pool a section uses is judged by the pool model (allocator/ippool) as the agent judges
+//   - every pool a section uses is judged by the pool model (internal/ippool) as the agent judges
 //     it: its enable_overlapping_ranges agrees with the pool's, the pool is not Invalid or yielding
 //     to an overlapping pool, and every pool whose window it overlaps admits the namespace. A
 //     derived pool that would fail is not created, and a NAD deriving more than

@@ -3,8 +3,8 @@ package controller
 import (
 	"fmt"
 
-	"github.com/netpool/netpool/allocator/ippool"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
+	"github.com/netpool/netpool/internal/ippool"
 )
 
 // judgePool works out a pool's verdict from its spec, the other pools of its network (peers, which

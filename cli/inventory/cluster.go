@@ -10,10 +10,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/netpool/netpool/allocator/ippool"
 	"github.com/netpool/netpool/allocator/kubestore"
-	"github.com/netpool/netpool/controller/gcpolicy"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
+	"github.com/netpool/netpool/internal/gcpolicy"
+	"github.com/netpool/netpool/internal/ippool"
 )
 
 // Cluster reads a cluster's IPPools, reservations and slices, live from the API server.
