@@ -16,6 +16,7 @@ import (
 
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
 	networkv1 "github.com/netpool/netpool/crds/network/v1"
+	"github.com/netpool/netpool/internal/scheme"
 )
 
 // The EgressRouter reconciler's API failure paths, over a fake client that injects them: each is
@@ -107,11 +108,11 @@ func TestEgressRouterReconcileErrors(t *testing.T) {
 // egressFakeClient is fakeClient with the EgressRouter status subresource and the reconciler's index.
 func egressFakeClient(t *testing.T, funcs interceptor.Funcs, objs ...client.Object) client.WithWatch {
 	t.Helper()
-	scheme, err := NewScheme()
+	s, err := scheme.New()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).
+	return fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).
 		WithStatusSubresource(&networkv1.EgressRouter{}, &ipamv1.IPPool{}).WithInterceptorFuncs(funcs).
 		WithIndex(&ipamv1.OverlappingRangeIPReservation{}, reservationRouterField, func(obj client.Object) []string {
 			return []string{obj.GetLabels()[networkv1.RouterUIDLabel]}

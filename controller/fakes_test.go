@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
+	"github.com/netpool/netpool/internal/scheme"
 )
 
 // Fakes for the unit tests of the reconcilers' error paths, which call Reconcile directly.
@@ -25,11 +26,11 @@ import (
 // holding objs, with funcs intercepting its calls (fault injection).
 func fakeClient(t *testing.T, funcs interceptor.Funcs, objs ...client.Object) client.WithWatch {
 	t.Helper()
-	scheme, err := NewScheme()
+	s, err := scheme.New()
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).
+	b := fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).
 		WithStatusSubresource(&ipamv1.IPPool{}).WithInterceptorFuncs(funcs)
 	for _, ix := range fieldIndexes() {
 		b = b.WithIndex(ix.obj, ix.field, ix.extract)

@@ -16,6 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/netpool/netpool/internal/scheme"
 )
 
 // eventSource is the reporting controller named on every Event.
@@ -53,12 +55,12 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	if cfg.UserAgent == "" {
 		cfg.UserAgent = eventSource
 	}
-	scheme, err := NewScheme()
+	s, err := scheme.New()
 	if err != nil {
 		return nil, err
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                        scheme,
+		Scheme:                        s,
 		Logger:                        opts.Logger,
 		Cache:                         cacheOptions(),
 		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsBindAddress},

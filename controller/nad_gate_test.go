@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
+	"github.com/netpool/netpool/internal/scheme"
 	"github.com/netpool/netpool/test/envtest"
 )
 
@@ -30,11 +31,11 @@ func TestControllerWaitsForTheNADCRD(t *testing.T) {
 		t.Skip("envtest did not start")
 	}
 	bare := envtest.Start(t) // netpool's CRDs only
-	scheme, err := NewScheme()
+	s, err := scheme.New()
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := client.New(bare.Config, client.Options{Scheme: scheme})
+	c, err := client.New(bare.Config, client.Options{Scheme: s})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/netpool/netpool/internal/scheme"
 	"github.com/netpool/netpool/test/envtest"
 )
 
@@ -51,11 +52,11 @@ func startEnv(tb *suiteTB) bool {
 		defer close(done)
 		env = envtest.Start(tb)
 		installNADCRD(tb, env.Client)
-		scheme, err := NewScheme()
+		s, err := scheme.New()
 		if err != nil {
 			tb.Fatalf("building the scheme: %v", err)
 		}
-		if direct, err = client.New(env.Config, client.Options{Scheme: scheme}); err != nil {
+		if direct, err = client.New(env.Config, client.Options{Scheme: s}); err != nil {
 			tb.Fatalf("creating the direct client: %v", err)
 		}
 		started = true

@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -25,6 +24,7 @@ import (
 	"github.com/netpool/netpool/allocator"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
 	"github.com/netpool/netpool/internal/ippool"
+	"github.com/netpool/netpool/internal/scheme"
 	"github.com/netpool/netpool/ipam"
 )
 
@@ -86,21 +86,6 @@ type pendingClaim struct {
 	owner allocator.Owner
 }
 
-// Scheme returns a scheme with the kinds the store reads and writes.
-func Scheme() (*runtime.Scheme, error) {
-	s := runtime.NewScheme()
-	if err := corev1.AddToScheme(s); err != nil {
-		return nil, err
-	}
-	if err := ipamv1.AddToScheme(s); err != nil {
-		return nil, err
-	}
-	if err := ipamclaimsv1.AddToScheme(s); err != nil {
-		return nil, err
-	}
-	return s, nil
-}
-
 // restMapper maps the store's kinds without asking the API server, so a store can be made (and an
 // agent started) while the API server is down; every kind is cluster-scoped.
 func restMapper() meta.RESTMapper {
@@ -129,7 +114,7 @@ func New(cfg *rest.Config, opts Options) (*Store, error) {
 	if opts.ResolveInterval <= 0 {
 		opts.ResolveInterval = DefaultResolveInterval
 	}
-	scheme, err := Scheme()
+	kinds, err := scheme.New()
 	if err != nil {
 		return nil, err
 	}
@@ -142,7 +127,7 @@ func New(cfg *rest.Config, opts Options) (*Store, error) {
 	}
 	mapper := restMapper()
 	c, err := cache.New(cfg, cache.Options{
-		HTTPClient: httpClient, Scheme: scheme, Mapper: mapper,
+		HTTPClient: httpClient, Scheme: kinds, Mapper: mapper,
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
 			// Only this node's reservations: the index of what the node holds.
@@ -156,11 +141,11 @@ func New(cfg *rest.Config, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("failed to build the cache: %w", err)
 	}
-	live, err := client.New(cfg, client.Options{HTTPClient: httpClient, Scheme: scheme, Mapper: mapper})
+	live, err := client.New(cfg, client.Options{HTTPClient: httpClient, Scheme: kinds, Mapper: mapper})
 	if err != nil {
 		return nil, fmt.Errorf("failed to build the client: %w", err)
 	}
-	cached, err := client.New(cfg, client.Options{HTTPClient: httpClient, Scheme: scheme, Mapper: mapper,
+	cached, err := client.New(cfg, client.Options{HTTPClient: httpClient, Scheme: kinds, Mapper: mapper,
 		Cache: &client.CacheOptions{Reader: c}})
 	if err != nil {
 		return nil, fmt.Errorf("failed to build the client: %w", err)

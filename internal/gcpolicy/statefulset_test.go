@@ -6,10 +6,10 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
+	"github.com/netpool/netpool/internal/scheme"
 )
 
 // TestStatefulSetOwnerFacts: a StatefulSet owns an ordinal's address while it exists with more
@@ -17,8 +17,8 @@ import (
 func TestStatefulSetOwnerFacts(t *testing.T) {
 	now := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
 	const grace = time.Minute
-	scheme := runtime.NewScheme()
-	if err := appsv1.AddToScheme(scheme); err != nil {
+	kinds, err := scheme.New()
+	if err != nil {
 		t.Fatal(err)
 	}
 	sts := func(replicas *int32) *appsv1.StatefulSet {
@@ -52,7 +52,7 @@ func TestStatefulSetOwnerFacts(t *testing.T) {
 			wantReason: ReasonOwnerDeleted, wantDetail: "StatefulSet apps/db no longer exists"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			b := fake.NewClientBuilder().WithScheme(scheme)
+			b := fake.NewClientBuilder().WithScheme(kinds)
 			if tt.sts != nil {
 				b = b.WithObjects(tt.sts)
 			}

@@ -18,6 +18,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/netpool/netpool/controller"
+	"github.com/netpool/netpool/internal/scheme"
 	"github.com/netpool/netpool/test/envtest"
 )
 
@@ -32,9 +33,9 @@ func mustController(t *testing.T, env *envtest.Env) client.Client {
 // mustControllerWith is mustController with options changed by set (nil: the defaults).
 func mustControllerWith(t *testing.T, env *envtest.Env, set func(*controller.Options)) client.Client {
 	t.Helper()
-	scheme, err := controller.NewScheme()
+	s, err := scheme.New()
 	must(t, err)
-	c, err := client.New(env.Config, client.Options{Scheme: scheme})
+	c, err := client.New(env.Config, client.Options{Scheme: s})
 	must(t, err)
 	opts := controller.DefaultOptions()
 	opts.LeaderElection = false

@@ -12,16 +12,15 @@ import (
 	"testing"
 	"time"
 
-	ipamclaimsv1 "github.com/k8snetworkplumbingwg/ipamclaims/pkg/crd/ipamclaims/v1alpha1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
+	"github.com/netpool/netpool/internal/scheme"
 )
 
 // servedTimeout bounds how long StartControlPlane waits for the netpool kinds to be served again
@@ -33,7 +32,7 @@ type Env struct {
 	// Config is the REST config of the admin user (group system:masters).
 	Config *rest.Config
 
-	// Scheme holds client-go's built-in kinds, apiextensions.k8s.io/v1 and ipam.netpool.io/v1alpha1.
+	// Scheme holds the kinds of internal/scheme and apiextensions.k8s.io/v1.
 	Scheme *runtime.Scheme
 
 	// Client is a controller-runtime client of the admin user, with Scheme. It has no cache: every
@@ -100,7 +99,7 @@ func start(dir, root, crdDir string) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	scheme, err := NewScheme()
+	scheme, err := newScheme()
 	if err != nil {
 		return nil, err
 	}
@@ -150,21 +149,17 @@ func (e *Env) finishStart(dir string) error {
 	return nil
 }
 
-// NewScheme returns a scheme with client-go's built-in kinds, apiextensions.k8s.io/v1, netpool's
-// ipam.netpool.io/v1alpha1 kinds and the IPAMClaim (InstallIPAMClaimCRD serves it).
-func NewScheme() (*runtime.Scheme, error) {
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{
-		clientgoscheme.AddToScheme,
-		apiextensionsv1.AddToScheme,
-		ipamv1.AddToScheme,
-		ipamclaimsv1.AddToScheme,
-	} {
-		if err := add(scheme); err != nil {
-			return nil, fmt.Errorf("failed to build the scheme: %w", err)
-		}
+// newScheme is the one scheme of netpool's kinds (internal/scheme) with apiextensions.k8s.io/v1,
+// whose CRDs the Env installs.
+func newScheme() (*runtime.Scheme, error) {
+	s, err := scheme.New()
+	if err != nil {
+		return nil, err
 	}
-	return scheme, nil
+	if err := apiextensionsv1.AddToScheme(s); err != nil {
+		return nil, fmt.Errorf("failed to build the scheme: %w", err)
+	}
+	return s, nil
 }
 
 // Stop stops the apiserver and etcd. t.Cleanup calls it; calling it again does nothing.

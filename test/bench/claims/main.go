@@ -38,7 +38,6 @@ import (
 	ipamclaimsv1 "github.com/k8snetworkplumbingwg/ipamclaims/pkg/crd/ipamclaims/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -48,7 +47,7 @@ import (
 	"github.com/netpool/netpool/cni-plugin/agent"
 	"github.com/netpool/netpool/cni-plugin/agentproto"
 	"github.com/netpool/netpool/cni-plugin/ipamplugin"
-	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
+	"github.com/netpool/netpool/internal/scheme"
 )
 
 func main() {
@@ -138,15 +137,13 @@ func run(ctx context.Context, adds int) ([]row, error) {
 	if err != nil {
 		return nil, err
 	}
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, ipamv1.AddToScheme, ipamclaimsv1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			return nil, err
-		}
+	registry, err := scheme.New()
+	if err != nil {
+		return nil, err
 	}
 	env := &crenvtest.Environment{
 		CRDDirectoryPaths:     []string{filepath.Join(root, "crds", "bases"), filepath.Join(claimsDir, "artifacts")},
-		ErrorIfCRDPathMissing: true, BinaryAssetsDirectory: assets, Scheme: scheme,
+		ErrorIfCRDPathMissing: true, BinaryAssetsDirectory: assets, Scheme: registry,
 	}
 	cfg, err := env.Start()
 	if err != nil {
@@ -154,7 +151,7 @@ func run(ctx context.Context, adds int) ([]row, error) {
 	}
 	defer func() { _ = env.Stop() }()
 	cfg.QPS, cfg.Burst = 1000, 2000
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	c, err := client.New(cfg, client.Options{Scheme: registry})
 	if err != nil {
 		return nil, err
 	}

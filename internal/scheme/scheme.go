@@ -1,4 +1,7 @@
-package controller
+// Package scheme is the one registry of the kinds netpool reads and writes, for the controller, the
+// node agent's store, netpoolctl and the tests: a client made with another scheme could fail to
+// decode a kind that one of them meets.
+package scheme
 
 import (
 	"fmt"
@@ -12,10 +15,10 @@ import (
 	networkv1 "github.com/netpool/netpool/crds/network/v1"
 )
 
-// NewScheme returns a scheme with the kinds the controller reads and writes: client-go's built-in
-// kinds (pods, nodes, namespaces, events, leases), netpool's ipam.netpool.io and network.netpool.io kinds and Multus'
-// NetworkAttachmentDefinition, and the IPAMClaims that own persistent addresses.
-func NewScheme() (*runtime.Scheme, error) {
+// New returns a scheme with client-go's built-in kinds (pods, nodes, namespaces, StatefulSets,
+// events, leases), netpool's ipam.netpool.io and network.netpool.io kinds, Multus'
+// NetworkAttachmentDefinition and the IPAMClaims that own persistent addresses.
+func New() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{
 		clientgoscheme.AddToScheme,
