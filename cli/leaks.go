@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/netpool/netpool/controller"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
 	"github.com/netpool/netpool/internal/gcpolicy"
 )
@@ -118,7 +117,7 @@ Examples:
 			return emit(cmd.OutOrStdout(), f, leakTable(leaks, opts.now()), leakReport{docHeader: docHeader{APIVersion: schemaVersion, Kind: "LeakList", Source: "cluster"}, Grace: grace.String(), Leaks: leaks})
 		},
 	}
-	cmd.Flags().DurationVar(&grace, "grace", controller.DefaultGCGrace, "a reservation younger than this is never leaked (the controller's --gc-grace)")
+	cmd.Flags().DurationVar(&grace, "grace", gcpolicy.DefaultGrace, "a reservation younger than this is never leaked (the controller's --gc-grace)")
 	cmd.Flags().StringVarP(&namespace, "namespace", "n", "", "only the reservations of pods in this namespace (default: every namespace)")
 	return cmd
 }

@@ -8,7 +8,7 @@
 //     created in one atomic Create: AlreadyExists means the address is taken, so the store tries
 //     another. scope is the NAD's network_name when enable_overlapping_ranges is on (the address is
 //     then unique across every pool of that network), else the pool's name. Reservations carry the
-//     node and pool labels, and the CNI network name in the NetworkAnnotation, which is what GC
+//     node and pool labels, and the CNI network name in ipamv1.NetworkAnnotation, which is what GC
 //     matches on.
 //   - Nodes pick candidates from IPPoolSlices they own: aligned blocks of the pool's range, claimed
 //     by one Create of SliceName(pool, index). Two nodes therefore never race for one address; the

@@ -84,7 +84,7 @@ func TestStore(t *testing.T) {
 		}
 		want := ipamv1.OverlappingRangeIPReservationSpec{Address: "10.31.0.1", Pool: "blue-10.31.0.0-24", ContainerID: "c-pod",
 			IfName: "net1", PodRef: "ns1/pod-1", PodUID: "uid-1", Node: "node-a", NetworkName: "blue"}
-		if got[0].String() != "10.31.0.1" || !equality.Semantic.DeepEqual(r.Spec, want) || r.Annotations[NetworkAnnotation] != "net-pod" ||
+		if got[0].String() != "10.31.0.1" || !equality.Semantic.DeepEqual(r.Spec, want) || r.Annotations[ipamv1.NetworkAnnotation] != "net-pod" ||
 			r.Labels[ipamv1.NodeLabel] != "node-a" || r.Labels[ipamv1.PoolLabel] != "blue-10.31.0.0-24" {
 			t.Errorf("reservation = %+v %v %v", r.Spec, r.Labels, r.Annotations)
 		}
