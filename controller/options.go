@@ -9,6 +9,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/netpool/netpool/controller/internal/egressrouter"
 	"github.com/netpool/netpool/internal/gcpolicy"
 	"github.com/netpool/netpool/internal/kubeclient"
 )
@@ -38,6 +39,9 @@ const (
 	// DefaultPoolStatusInterval is the shortest time between two status writes of one pool, so a
 	// burst of allocations costs a few writes a second, not one per allocation.
 	DefaultPoolStatusInterval = time.Second
+	// DefaultEgressRouterImage is the image of EgressRouter pods, which only hold the network
+	// namespace in which the kernel does the NAT.
+	DefaultEgressRouterImage = egressrouter.DefaultImage
 )
 
 // Options configure the controller. The zero value is not valid: start from DefaultOptions.

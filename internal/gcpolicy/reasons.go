@@ -17,6 +17,9 @@ const (
 	// ReasonOwnerDeleted: the reservation's persistent owner (an IPAMClaim, a StatefulSet) was
 	// deleted.
 	ReasonOwnerDeleted = "OwnerDeleted"
+	// ReasonSliceEmpty: a slice (not a reservation) held no reservation of its node for the
+	// controller's slice grace period and went back to its pool.
+	ReasonSliceEmpty = "SliceEmpty"
 	// ReasonOwnerScaledDown: the reservation's owner is a StatefulSet scaled to the reservation's
 	// ordinal or below.
 	ReasonOwnerScaledDown = "OwnerScaledDown"

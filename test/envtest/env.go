@@ -71,6 +71,7 @@ type Env struct {
 // is "true" (envtest's switch).
 func Start(t testing.TB) *Env {
 	t.Helper()
+	SkipShort(t)
 	root, err := moduleRoot()
 	if err != nil {
 		t.Fatalf("finding the checkout: %v", err)
@@ -86,6 +87,15 @@ func Start(t testing.TB) *Env {
 	})
 	t.Logf("envtest: kube-apiserver at %s started in %s", e.Config.Host, e.StartDuration.Round(time.Millisecond))
 	return e
+}
+
+// SkipShort skips the test under go test -short (make unit): it needs a kube-apiserver and etcd.
+// Start and Shared call it, so a test that needs an API server skips by asking for one.
+func SkipShort(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("needs a kube-apiserver and etcd (envtest); skipped under -short")
+	}
 }
 
 // crdDir is where the checkout at root keeps the CRDs that Start installs.

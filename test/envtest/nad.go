@@ -16,8 +16,8 @@ import (
 )
 
 // nadCRDFile is the NetworkAttachmentDefinition CRD as Multus installs it, kept with the
-// controller's test data.
-const nadCRDFile = "controller/testdata/nad-crd.yaml"
+// harness's test data.
+const nadCRDFile = "test/envtest/testdata/nad-crd.yaml"
 
 // InstallNADCRD installs the NetworkAttachmentDefinition CRD and waits until it is established,
 // for tests that create NADs (Multus reads them). A CRD already installed (by another test of a

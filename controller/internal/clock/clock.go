@@ -1,11 +1,14 @@
-package controller
+// Package clock is the reconcilers' clock, so that tests can age objects past a grace period
+// without waiting.
+package clock
 
 import "time"
 
-// nowFunc is a reconciler's clock, so that tests can age objects without waiting; nil is time.Now.
-type nowFunc func() time.Time
+// Func is a reconciler's clock; nil is time.Now.
+type Func func() time.Time
 
-func (f nowFunc) now() time.Time {
+// Now is the time on f.
+func (f Func) Now() time.Time {
 	if f != nil {
 		return f()
 	}

@@ -1,66 +1,43 @@
-package controller
+package ctrltest
 
 import (
-	"fmt"
 	"sync"
-	"testing"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// testClock is the reconcilers' clock (Options.Now) in tests that age objects: real time plus an
-// offset that only the test moves. Intervals and requeues still pass in real time, but an object
-// gets past a grace period when the test says so, not after a sleep.
-type testClock struct {
-	mu     sync.Mutex
-	offset time.Duration
+// Clock is a settable time for the reconcilers' Now in the unit tests that call Reconcile
+// directly: it moves only when the test advances it.
+type Clock struct {
+	mu  sync.Mutex
+	now time.Time
 }
 
-func (c *testClock) Now() time.Time {
+// NewClock is a Clock at a fixed date.
+func NewClock() *Clock { return &Clock{now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)} }
+
+// Now is the clock's time.
+func (c *Clock) Now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return time.Now().Add(c.offset)
+	return c.now
 }
 
-// Advance moves the clock forward by d: every object that exists now is at least d old.
-func (c *testClock) Advance(d time.Duration) {
+// Advance moves the clock forward by d.
+func (c *Clock) Advance(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.offset += d
+	c.now = c.now.Add(d)
 }
 
-// gcOptions are testOptions on clock with a grace period no test outlives: a reservation is past
-// it only once the test advances clock by opts.GCGrace.
-func gcOptions(clock *testClock) Options {
-	o := testOptions()
-	o.GCGrace = time.Hour
-	o.Now = clock.Now
-	return o
-}
-
-// waitSweeps waits until the manager has swept every reservation n more times than it had when
-// called, checking check (when not nil) at every poll, and fails the test if check fails or the
-// sweeps do not come within a minute.
-func waitSweeps(t *testing.T, m *runningManager, n int, what string, check func() error) {
-	t.Helper()
-	target := m.metric(t, "netpool_gc_sweeps_total", nil) + float64(n)
-	eventually(t, time.Minute, what, func() error {
-		if check != nil {
-			if err := check(); err != nil {
-				t.Fatalf("%s: %v", what, err)
-			}
-		}
-		if got := m.metric(t, "netpool_gc_sweeps_total", nil); got < target {
-			return fmt.Errorf("%v sweeps, waiting for %v", got, target)
-		}
-		return nil
-	})
-}
-
-func TestClockAdvances(t *testing.T) {
-	c := &testClock{}
-	before := time.Now()
-	c.Advance(time.Hour)
-	if got := c.Now().Sub(before); got < time.Hour || got > time.Hour+time.Minute {
-		t.Errorf("an hour after Advance(1h) the clock is %v ahead", got)
+// Aged sets obj's creation time to d before c's now and gives it a UID.
+func Aged[T client.Object](c *Clock, obj T, d time.Duration) T {
+	obj.SetCreationTimestamp(metav1.NewTime(c.Now().Add(-d)))
+	if obj.GetUID() == "" {
+		obj.SetUID(types.UID("uid-" + obj.GetName()))
 	}
+	return obj
 }

@@ -1,79 +1,161 @@
-package controller
+package ctrltest
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/netpool/netpool/test/harness"
+	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/netpool/netpool/controller/internal/index"
+	"github.com/netpool/netpool/controller/internal/metrics"
+	"github.com/netpool/netpool/controller/internal/recorder"
+	"github.com/netpool/netpool/controller/internal/release"
+	"github.com/netpool/netpool/controller/internal/slim"
+	"github.com/netpool/netpool/internal/scheme"
+	"github.com/netpool/netpool/test/harness"
 )
 
-// testOptions are the defaults with test-sized timings, no listeners and no leader election.
-func testOptions() Options {
-	o := DefaultOptions()
-	o.MetricsBindAddress, o.HealthProbeBindAddress = "0", "0"
-	o.LeaderElection = false
-	o.GCGrace = time.Second
-	o.SweepInterval = time.Hour
-	o.SliceGrace = time.Second
-	o.PoolStatusInterval = 50 * time.Millisecond
-	o.QPS, o.Burst = 1000, 2000
-	return o
+// Options are what the reconcilers under test are configured with: the part of the controller's
+// Options they read.
+type Options struct {
+	// GCGrace: reservations younger than this are never released; nodes must be gone this long.
+	GCGrace time.Duration
+	// SweepInterval is how often the GC judges every reservation again.
+	SweepInterval time.Duration
+	// GCWorkers is how many reservations the GC judges at once.
+	GCWorkers int
+	// DryRun reports leaks without releasing them.
+	DryRun bool
+	// SliceGrace is how long a slice stays empty before it goes back.
+	SliceGrace time.Duration
+	// PoolStatusInterval is the shortest time between two status writes of one pool.
+	PoolStatusInterval time.Duration
+	// Now is the reconcilers' clock; time.Now when nil.
+	Now func() time.Time
 }
 
-// runningManager is a controller manager running in a goroutine of the test.
-type runningManager struct {
-	mgr    manager.Manager
-	reg    *prometheus.Registry
-	logs   *harness.SyncBuffer
+// TestOptions are test-sized timings: a second's grace, no sweep within a test unless it asks, and
+// the controller's eight GC workers.
+func TestOptions() Options {
+	return Options{
+		GCGrace:            time.Second,
+		SweepInterval:      time.Hour,
+		GCWorkers:          8,
+		SliceGrace:         time.Second,
+		PoolStatusInterval: 50 * time.Millisecond,
+	}
+}
+
+// Deps are what a test's manager gives the reconcilers under test.
+type Deps struct {
+	Mgr manager.Manager
+	// Metrics are registered with the manager's own registry.
+	Metrics *metrics.Metrics
+	// Recorder records Events as the controller's does.
+	Recorder events.EventRecorder
+	// Release is the releaser over Metrics and Recorder (a dry run when Options.DryRun).
+	Release *release.Releaser
+	Options Options
+}
+
+// eventSource is the reporting controller named on every Event, as the controller names it.
+const eventSource = "netpool-controller"
+
+// StartManager starts a manager over cfg (the shared Env's admin config when nil) with the
+// controller's scheme, informer cache and field indexes, no listeners and no leader election, its
+// own metrics registry and a log kept in memory (printed if the test fails); setup registers the
+// reconcilers under test. The test's cleanup stops it.
+func StartManager(t *testing.T, cfg *rest.Config, opts Options, setup func(Deps) error) *Manager {
+	t.Helper()
+	if cfg == nil {
+		cfg = SharedEnv(t).Config
+	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = 1000, 2000
+	logs := &harness.SyncBuffer{}
+	reg := prometheus.NewRegistry()
+	kinds, err := scheme.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 kinds,
+		Logger:                 Logger(logs),
+		Cache:                  slim.CacheOptions(),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		// Tests run many managers in one process; their controllers' names repeat.
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		t.Fatalf("creating the manager: %v", err)
+	}
+	if err := index.Setup(context.Background(), mgr.GetFieldIndexer(), index.All()); err != nil {
+		t.Fatal(err)
+	}
+	m, err := metrics.New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := recorder.Truncating{EventRecorder: mgr.GetEventRecorder(eventSource), Log: mgr.GetLogger().WithName("events")}
+	deps := Deps{
+		Mgr: mgr, Metrics: m, Recorder: rec, Options: opts,
+		Release: &release.Releaser{Client: mgr.GetClient(), Recorder: rec, Metrics: m, DryRun: opts.DryRun},
+	}
+	if err := setup(deps); err != nil {
+		t.Fatalf("setting up the reconcilers: %v", err)
+	}
+	return Run(t, mgr, reg, logs)
+}
+
+// Logger is a text logger writing to w, as the controller's --log-format text.
+func Logger(w *harness.SyncBuffer) logr.Logger {
+	return logr.FromSlogHandler(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
+}
+
+// Manager is a controller manager running in a goroutine of the test.
+type Manager struct {
+	Mgr manager.Manager
+	// Reg is the registry of the manager's netpool metrics.
+	Reg *prometheus.Registry
+	// Logs is what the manager logged.
+	Logs   *harness.SyncBuffer
 	cancel context.CancelFunc
 	done   chan error
 	once   sync.Once
 }
 
-// mustStartManager starts a manager over cfg (env's admin config when nil) with opts, its own
-// metrics registry unless opts names one, and a log kept in memory (printed if the test fails).
-// The test's cleanup stops it.
-func mustStartManager(t *testing.T, cfg *rest.Config, opts Options) *runningManager {
+// Run runs mgr, which logs to logs and registers its netpool metrics with reg, until the test
+// ends (or Stop), and prints its log if the test failed.
+func Run(t *testing.T, mgr manager.Manager, reg *prometheus.Registry, logs *harness.SyncBuffer) *Manager {
 	t.Helper()
-	if cfg == nil {
-		cfg = env.Config
-	}
-	m := &runningManager{reg: prometheus.NewRegistry(), logs: &harness.SyncBuffer{}, done: make(chan error, 1)}
-	log, err := NewLogger(m.logs, LogFormatText, "info")
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts.Logger = log
-	if opts.Registerer == nil {
-		opts.Registerer = m.reg
-	}
-	m.mgr, err = New(cfg, opts)
-	if err != nil {
-		t.Fatalf("creating the manager: %v", err)
-	}
+	m := &Manager{Mgr: mgr, Reg: reg, Logs: logs, done: make(chan error, 1)}
 	ctx, cancel := context.WithCancel(context.Background())
 	m.cancel = cancel
-	go func() { m.done <- m.mgr.Start(ctx) }()
+	go func() { m.done <- m.Mgr.Start(ctx) }()
 	t.Cleanup(func() {
-		m.stop(t)
+		m.Stop(t)
 		if t.Failed() {
-			t.Logf("manager log:\n%s", m.logs.String())
+			t.Logf("manager log:\n%s", m.Logs.String())
 		}
 	})
 	return m
 }
 
-// stop stops the manager (as a crash would when its options keep the Lease) and waits for it.
-func (m *runningManager) stop(t *testing.T) {
+// Stop stops the manager (as a crash would when its options keep the Lease) and waits for it.
+func (m *Manager) Stop(t *testing.T) {
 	t.Helper()
 	m.once.Do(func() {
 		m.cancel()
@@ -88,11 +170,11 @@ func (m *runningManager) stop(t *testing.T) {
 	})
 }
 
-// metric returns the value of the counter or gauge name of the manager's registry whose labels
+// Metric returns the value of the counter or gauge name of the manager's registry whose labels
 // include labels; 0 when there is none.
-func (m *runningManager) metric(t *testing.T, name string, labels map[string]string) float64 {
+func (m *Manager) Metric(t *testing.T, name string, labels map[string]string) float64 {
 	t.Helper()
-	families, err := m.reg.Gather()
+	families, err := m.Reg.Gather()
 	if err != nil {
 		t.Fatalf("gathering metrics: %v", err)
 	}
@@ -120,61 +202,11 @@ func (m *runningManager) metric(t *testing.T, name string, labels map[string]str
 	return 0
 }
 
-// releases returns netpool_gc_releases_total for reason.
-func (m *runningManager) releases(t *testing.T, reason string, dryRun bool) float64 {
+// Releases returns netpool_gc_releases_total for reason.
+func (m *Manager) Releases(t *testing.T, reason string, dryRun bool) float64 {
 	t.Helper()
-	return m.metric(t, "netpool_gc_releases_total", map[string]string{"reason": reason, "dry_run": fmt.Sprint(dryRun)})
+	return m.Metric(t, "netpool_gc_releases_total", map[string]string{"reason": reason, "dry_run": fmt.Sprint(dryRun)})
 }
 
-// eventually polls check every 50ms until it returns nil, and fails the test with its last error
-// if that does not happen within timeout.
-func eventually(t *testing.T, timeout time.Duration, what string, check func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := check()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s: %v", what, timeout, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-// consistently polls check every 50ms for d and fails the test as soon as it returns an error.
-func consistently(t *testing.T, d time.Duration, what string, check func() error) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		if err := check(); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-// exists is a check that obj exists (read directly from the API server).
-func exists(obj client.Object) func() error {
-	return func() error {
-		return direct.Get(context.Background(), client.ObjectKeyFromObject(obj), obj.DeepCopyObject().(client.Object))
-	}
-}
-
-// gone is a check that obj no longer exists.
-func gone(obj client.Object) func() error {
-	return func() error {
-		err := direct.Get(context.Background(), client.ObjectKeyFromObject(obj), obj.DeepCopyObject().(client.Object))
-		switch {
-		case apierrors.IsNotFound(err):
-			return nil
-		case err != nil:
-			return err
-		}
-		return fmt.Errorf("%T %s still exists", obj, client.ObjectKeyFromObject(obj))
-	}
-}
-
-// errExpected is the error of fakes that inject failures.
-var errExpected = errors.New("injected failure")
+// Done is the manager's end: Start's error, once it returned.
+func (m *Manager) Done() <-chan error { return m.done }

@@ -1,4 +1,4 @@
-package controller
+package derivedpool
 
 import (
 	"context"
@@ -18,11 +18,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/netpool/netpool/controller/internal/clock"
+	"github.com/netpool/netpool/controller/internal/index"
+	"github.com/netpool/netpool/controller/internal/predicates"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
 	"github.com/netpool/netpool/internal/ippool"
 )
 
-// derivedPoolReconciler removes the pools derived from NADs' inline ranges (ippool.IsDerived) that
+// Reconciler removes the pools derived from NADs' inline ranges (ippool.IsDerived) that
 // no NAD uses any more and that hold nothing: no reservation and no slice. A NAD's author makes the
 // controller and the agents create a cluster-scoped object per inline range; without this, every
 // NAD that ever existed would leave its pools behind.
@@ -32,7 +35,7 @@ import (
 // it. The delete is conditional on the pool's UID and resourceVersion, and reservations are
 // checked on the API server right before it. An agent that still holds the pool in memory derives
 // it again on its next call.
-type derivedPoolReconciler struct {
+type Reconciler struct {
 	// Client reads from the cache and writes to the API server.
 	Client client.Client
 	// Live reads from the API server, for the last check before a delete.
@@ -40,12 +43,12 @@ type derivedPoolReconciler struct {
 	// Grace is how old a derived pool must be before it may be removed.
 	Grace time.Duration
 	// Now is the clock; time.Now when nil.
-	Now nowFunc
+	Now clock.Func
 }
 
 // SetupWithManager registers the reconciler: derived pools, the NADs that name them (before and
 // after a change), and their reservations and slices.
-func (r *derivedPoolReconciler) SetupWithManager(mgr ctrl.Manager) error {
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Client == nil || r.Live == nil {
 		return fmt.Errorf("derived pool reconciler: Client and Live are required")
 	}
@@ -55,18 +58,18 @@ func (r *derivedPoolReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&ipamv1.IPPool{}, builder.WithPredicates(derived)).
 		Watches(&nadv1.NetworkAttachmentDefinition{}, nadPoolsHandler{}).
 		Watches(&ipamv1.OverlappingRangeIPReservation{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-			return poolRequests(reservationPool(o))
-		}), builder.WithPredicates(deletedOnly())).
+			return poolRequests(index.ReservationPools(o))
+		}), builder.WithPredicates(predicates.DeletedOnly())).
 		Watches(&ipamv1.IPPoolSlice{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-			return poolRequests(slicePool(o))
-		}), builder.WithPredicates(deletedOnly())).
+			return poolRequests(index.SlicePools(o))
+		}), builder.WithPredicates(predicates.DeletedOnly())).
 		Complete(r)
 }
 
 // +kubebuilder:rbac:groups=ipam.netpool.io,resources=ippools,verbs=get;list;watch;delete
 
 // Reconcile removes one derived pool when nothing uses it.
-func (r *derivedPoolReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	pool := &ipamv1.IPPool{}
 	if err := r.Client.Get(ctx, req.NamespacedName, pool); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -77,7 +80,7 @@ func (r *derivedPoolReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	if !ippool.IsDerived(pool) || pool.DeletionTimestamp != nil {
 		return ctrl.Result{}, nil
 	}
-	if age := r.Now.now().Sub(pool.CreationTimestamp.Time); age < r.Grace {
+	if age := r.Now.Now().Sub(pool.CreationTimestamp.Time); age < r.Grace {
 		return ctrl.Result{RequeueAfter: r.Grace - age}, nil
 	}
 	used, err := r.inUse(ctx, pool.Name)
@@ -105,23 +108,23 @@ func (r *derivedPoolReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 }
 
 // inUse names what still uses pool in the cache (a NAD, a reservation or a slice), or returns "".
-func (r *derivedPoolReconciler) inUse(ctx context.Context, pool string) (string, error) {
+func (r *Reconciler) inUse(ctx context.Context, pool string) (string, error) {
 	var nads nadv1.NetworkAttachmentDefinitionList
-	if err := r.Client.List(ctx, &nads, client.MatchingFields{nadPoolField: pool}, client.Limit(1)); err != nil {
+	if err := r.Client.List(ctx, &nads, client.MatchingFields{index.NADPool: pool}, client.Limit(1)); err != nil {
 		return "", fmt.Errorf("failed to list the NADs of IPPool %s: %w", pool, err)
 	}
 	if len(nads.Items) > 0 {
 		return "NAD " + nads.Items[0].Namespace + "/" + nads.Items[0].Name, nil
 	}
 	var res ipamv1.OverlappingRangeIPReservationList
-	if err := r.Client.List(ctx, &res, client.MatchingFields{reservationPoolField: pool}, client.Limit(1)); err != nil {
+	if err := r.Client.List(ctx, &res, client.MatchingFields{index.ReservationPool: pool}, client.Limit(1)); err != nil {
 		return "", fmt.Errorf("failed to list the reservations of IPPool %s: %w", pool, err)
 	}
 	if len(res.Items) > 0 {
 		return "reservation " + res.Items[0].Name, nil
 	}
 	var slices ipamv1.IPPoolSliceList
-	if err := r.Client.List(ctx, &slices, client.MatchingFields{slicePoolField: pool}, client.Limit(1)); err != nil {
+	if err := r.Client.List(ctx, &slices, client.MatchingFields{index.SlicePool: pool}, client.Limit(1)); err != nil {
 		return "", fmt.Errorf("failed to list the slices of IPPool %s: %w", pool, err)
 	}
 	if len(slices.Items) > 0 {
@@ -139,16 +142,6 @@ func poolRequests(names []string) []reconcile.Request {
 	return reqs
 }
 
-// deletedOnly passes delete events only: what a pool holds matters to its removal when it goes.
-func deletedOnly() predicate.Funcs {
-	return predicate.Funcs{
-		CreateFunc:  func(event.CreateEvent) bool { return false },
-		UpdateFunc:  func(event.UpdateEvent) bool { return false },
-		DeleteFunc:  func(event.DeleteEvent) bool { return true },
-		GenericFunc: func(event.GenericEvent) bool { return false },
-	}
-}
-
 // nadPoolsHandler enqueues the pools a NAD names, before and after an update: a pool the new
 // config no longer names may have lost its last user.
 type nadPoolsHandler struct{}
@@ -158,12 +151,12 @@ type poolQueue = workqueue.TypedRateLimitingInterface[reconcile.Request]
 func (nadPoolsHandler) Create(_ context.Context, e event.CreateEvent, q poolQueue) {}
 
 func (nadPoolsHandler) Update(_ context.Context, e event.UpdateEvent, q poolQueue) {
-	add(q, nadPools(e.ObjectOld))
-	add(q, nadPools(e.ObjectNew))
+	add(q, index.NADPools(e.ObjectOld))
+	add(q, index.NADPools(e.ObjectNew))
 }
 
 func (nadPoolsHandler) Delete(_ context.Context, e event.DeleteEvent, q poolQueue) {
-	add(q, nadPools(e.Object))
+	add(q, index.NADPools(e.Object))
 }
 
 func (nadPoolsHandler) Generic(_ context.Context, e event.GenericEvent, q poolQueue) {}

@@ -1,4 +1,4 @@
-package controller
+package egressrouter
 
 import (
 	"crypto/sha256"
@@ -38,9 +38,9 @@ const (
 	egressTerminationGrace = 5
 )
 
-// DefaultEgressRouterImage is the image of the router pods: it only holds the network namespace,
+// DefaultImage is the image of the router pods: it only holds the network namespace,
 // in which the kernel does the NAT.
-const DefaultEgressRouterImage = "registry.k8s.io/pause:3.10"
+const DefaultImage = "registry.k8s.io/pause:3.10"
 
 // egressNADConfig is the NAD config of EGRESS-CONTRACT: the plugin reads exactly these fields.
 type egressNADConfig struct {

@@ -1,4 +1,4 @@
-package controller
+package egressrouter
 
 import (
 	"context"
@@ -59,23 +59,27 @@ const (
 	// recorded when the router becomes Degraded with that reason.
 )
 
+// Event actions (events.k8s.io/v1 requires one).
 const (
-	actionClaim  = "Claim"
-	actionDelete = "Delete"
+	actionClaim    = "Claim"
+	actionDelete   = "Delete"
+	actionCreate   = "Create"
+	actionValidate = "Validate"
+	actionRelease  = "Release"
 )
 
-// egressWorkers is how many routers are reconciled at once. Each reconcile is a few requests.
-const egressWorkers = 8
+// DefaultWorkers is how many routers are reconciled at once. Each reconcile is a few requests.
+const DefaultWorkers = 8
 
 // egressRetry is how soon a router whose pool cannot serve it is looked at again, beyond the
 // pool's own events: an address another attachment releases raises no event here.
 const egressRetry = 30 * time.Second
 
-// egressRouterReconciler makes each EgressRouter X into NAD X, Pod X and Service X, all
+// Reconciler makes each EgressRouter X into NAD X, Pod X and Service X, all
 // controlled by X and server-side applied by one field manager, and reports the router's status.
 // A pod of an older config is deleted, and its successor created only once it is gone, so two pods
 // never hold the router's address. An object named X that X does not control is never adopted.
-type egressRouterReconciler struct {
+type Reconciler struct {
 	// Client reads from the cache and writes to the API server.
 	Client client.Client
 	// Live reads from the API server, where the cache may lag behind a write just made.
@@ -96,7 +100,7 @@ type egressRouterReconciler struct {
 
 // SetupWithManager registers the reconciler: routers, their three children (by name, so that a
 // foreign object's departure ends a name conflict), and pools.
-func (e *egressRouterReconciler) SetupWithManager(mgr ctrl.Manager) error {
+func (e *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if e.Client == nil || e.Live == nil || e.Recorder == nil || e.Image == "" {
 		return fmt.Errorf("egress router reconciler: Client, Live, Recorder and Image are required")
 	}
@@ -142,7 +146,7 @@ func routerSpecChanged() predicate.Predicate {
 
 // routerOfChild maps a NAD, Pod or Service to the router that controls it, or else to the router
 // of the same name in its namespace, if there is one.
-func (e *egressRouterReconciler) routerOfChild(ctx context.Context, obj client.Object) []reconcile.Request {
+func (e *Reconciler) routerOfChild(ctx context.Context, obj client.Object) []reconcile.Request {
 	if ref := metav1.GetControllerOf(obj); ref != nil && ref.Kind == "EgressRouter" && ref.APIVersion == networkv1.GroupVersion.String() {
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: ref.Name}}}
 	}
@@ -154,7 +158,7 @@ func (e *egressRouterReconciler) routerOfChild(ctx context.Context, obj client.O
 }
 
 // routersOfPool maps a pool to the routers that claim in it.
-func (e *egressRouterReconciler) routersOfPool(ctx context.Context, obj client.Object) []reconcile.Request {
+func (e *Reconciler) routersOfPool(ctx context.Context, obj client.Object) []reconcile.Request {
 	var list networkv1.EgressRouterList
 	if err := e.Client.List(ctx, &list, client.MatchingFields{routerPoolField: obj.GetName()}); err != nil {
 		return nil
@@ -177,7 +181,7 @@ func (e *egressRouterReconciler) routersOfPool(ctx context.Context, obj client.O
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile brings one router's children to its spec and writes its status.
-func (e *egressRouterReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (e *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	r := &networkv1.EgressRouter{}
 	if err := e.Client.Get(ctx, req.NamespacedName, r); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -223,7 +227,7 @@ func (e *egressRouterReconciler) Reconcile(ctx context.Context, req ctrl.Request
 
 // reconcileChildren resolves the addresses, then applies the NAD and the Service, and replaces
 // or repairs the pod. It returns what it observed for the status.
-func (e *egressRouterReconciler) reconcileChildren(ctx context.Context, r *networkv1.EgressRouter) (egressObservation, ctrl.Result, error) {
+func (e *Reconciler) reconcileChildren(ctx context.Context, r *networkv1.EgressRouter) (egressObservation, ctrl.Result, error) {
 	var obs egressObservation
 	addresses, keep := r.Spec.Addresses, []string(nil)
 	if r.Spec.Pool != "" {
@@ -320,7 +324,7 @@ func (e *egressRouterReconciler) reconcileChildren(ctx context.Context, r *netwo
 
 // createPod creates the pod of the current config once the API server confirms that no pod of
 // the router exists (the cache may not have seen a pod created or deleted a moment ago).
-func (e *egressRouterReconciler) createPod(ctx context.Context, r *networkv1.EgressRouter, d *egressDesired, keep []string, obs egressObservation) (egressObservation, ctrl.Result, error) {
+func (e *Reconciler) createPod(ctx context.Context, r *networkv1.EgressRouter, d *egressDesired, keep []string, obs egressObservation) (egressObservation, ctrl.Result, error) {
 	err := e.Live.Get(ctx, client.ObjectKeyFromObject(r), &corev1.Pod{})
 	switch {
 	case err == nil:
@@ -350,7 +354,7 @@ func (e *egressRouterReconciler) createPod(ctx context.Context, r *networkv1.Egr
 }
 
 // deletePod deletes pod gracefully (never forced), only if it is still the same pod.
-func (e *egressRouterReconciler) deletePod(ctx context.Context, pod *corev1.Pod) error {
+func (e *Reconciler) deletePod(ctx context.Context, pod *corev1.Pod) error {
 	if err := e.Client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID}); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("failed to delete pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
@@ -358,7 +362,7 @@ func (e *egressRouterReconciler) deletePod(ctx context.Context, pod *corev1.Pod)
 }
 
 // currentPod returns the router's pod from the cache when the router controls it, else nil.
-func (e *egressRouterReconciler) currentPod(ctx context.Context, r *networkv1.EgressRouter) *corev1.Pod {
+func (e *Reconciler) currentPod(ctx context.Context, r *networkv1.EgressRouter) *corev1.Pod {
 	pod := &corev1.Pod{}
 	if err := e.Client.Get(ctx, client.ObjectKeyFromObject(r), pod); err != nil || !metav1.IsControlledBy(pod, r) {
 		return nil
@@ -369,7 +373,7 @@ func (e *egressRouterReconciler) currentPod(ctx context.Context, r *networkv1.Eg
 // finalize runs when the router is being deleted: its pod goes first, then the addresses it held
 // go back to the pool, and only then is the finalizer removed. The NAD and the Service are left to
 // the garbage collector, which their owner references point at the router.
-func (e *egressRouterReconciler) finalize(ctx context.Context, r *networkv1.EgressRouter) (ctrl.Result, error) {
+func (e *Reconciler) finalize(ctx context.Context, r *networkv1.EgressRouter) (ctrl.Result, error) {
 	e.failedPods.Delete(r.UID)
 	if !controllerutil.ContainsFinalizer(r, networkv1.ReleaseAddressFinalizer) {
 		return ctrl.Result{}, nil
@@ -400,7 +404,7 @@ func (e *egressRouterReconciler) finalize(ctx context.Context, r *networkv1.Egre
 
 // recordTransitions emits an Event when the router becomes Available, and a Warning when it
 // becomes Degraded for a new reason.
-func (e *egressRouterReconciler) recordTransitions(before, after *networkv1.EgressRouter) {
+func (e *Reconciler) recordTransitions(before, after *networkv1.EgressRouter) {
 	was := meta.FindStatusCondition(before.Status.Conditions, networkv1.EgressRouterDegraded)
 	now := meta.FindStatusCondition(after.Status.Conditions, networkv1.EgressRouterDegraded)
 	if now != nil && now.Status == metav1.ConditionTrue && now.Reason != networkv1.ReasonPodFailed &&
@@ -416,7 +420,7 @@ func (e *egressRouterReconciler) recordTransitions(before, after *networkv1.Egre
 // restoreServicePorts replaces the Service's ports and selector when someone changed them. An
 // Apply alone cannot: a port whose number was edited is another list item, owned by whoever
 // edited it, and the Apply would add ours beside it (and fail on the duplicate name).
-func (e *egressRouterReconciler) restoreServicePorts(ctx context.Context, svc *corev1.Service, d *egressDesired) error {
+func (e *Reconciler) restoreServicePorts(ctx context.Context, svc *corev1.Service, d *egressDesired) error {
 	want := d.servicePorts()
 	if equality.Semantic.DeepEqual(svc.Spec.Selector, d.routerLabels()) && slices.EqualFunc(svc.Spec.Ports, want, sameServicePort) {
 		return nil

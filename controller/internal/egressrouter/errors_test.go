@@ -1,4 +1,4 @@
-package controller
+package egressrouter
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	"github.com/netpool/netpool/controller/internal/ctrltest"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
 	networkv1 "github.com/netpool/netpool/crds/network/v1"
 	"github.com/netpool/netpool/internal/scheme"
@@ -31,12 +32,12 @@ func TestEgressRouterReconcileErrors(t *testing.T) {
 	}
 	pool := &ipamv1.IPPool{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: ipamv1.IPPoolSpec{Range: "192.168.12.0/24", Gateway: "192.168.12.1"}}
 	of := func(kind string) func(obj any) bool {
-		return func(obj any) bool { return strings.HasSuffix(typeName(obj), "."+kind) }
+		return func(obj any) bool { return strings.HasSuffix(ctrltest.TypeName(obj), "."+kind) }
 	}
 	failGet := func(match func(any) bool) interceptor.Funcs {
 		return interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 			if match(obj) {
-				return errExpected
+				return ctrltest.ErrExpected
 			}
 			return c.Get(ctx, key, obj, opts...)
 		}}
@@ -52,14 +53,14 @@ func TestEgressRouterReconcileErrors(t *testing.T) {
 			wantErr: "failed to get EgressRouter ns/er: injected failure"},
 		{name: "the finalizer cannot be added", objs: []client.Object{func() client.Object { r := router(""); r.Finalizers = nil; return r }()},
 			funcs: interceptor.Funcs{Patch: func(context.Context, client.WithWatch, client.Object, client.Patch, ...client.PatchOption) error {
-				return errExpected
+				return ctrltest.ErrExpected
 			}},
 			wantErr: "failed to add the finalizer of EgressRouter ns/er: injected failure"},
 		{name: "a child cannot be read", objs: []client.Object{router("")}, funcs: failGet(of("Service")),
 			wantErr: "failed to get Service ns/er: injected failure"},
 		{name: "the NAD cannot be applied", objs: []client.Object{router("")},
 			funcs: interceptor.Funcs{Apply: func(context.Context, client.WithWatch, runtime.ApplyConfiguration, ...client.ApplyOption) error {
-				return errExpected
+				return ctrltest.ErrExpected
 			}},
 			wantErr: "failed to apply NAD ns/er: injected failure"},
 		{name: "the pod cannot be read live", objs: []client.Object{router("")}, live: failGet(of("Pod")),
@@ -67,33 +68,33 @@ func TestEgressRouterReconcileErrors(t *testing.T) {
 		{name: "the pod cannot be created", objs: []client.Object{router("")},
 			funcs: interceptor.Funcs{Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
 				if _, ok := obj.(*corev1.Pod); ok {
-					return errExpected
+					return ctrltest.ErrExpected
 				}
 				return c.Create(ctx, obj, opts...)
 			}},
 			wantErr: "failed to create pod ns/er: injected failure"},
 		{name: "the status cannot be written", objs: []client.Object{router("")},
 			funcs: interceptor.Funcs{SubResourcePatch: func(context.Context, client.Client, string, client.Object, client.Patch, ...client.SubResourcePatchOption) error {
-				return errExpected
+				return ctrltest.ErrExpected
 			}},
 			wantErr: "failed to update the status of EgressRouter ns/er: injected failure"},
 		{name: "the pool cannot be read", objs: []client.Object{router("p"), pool}, funcs: failGet(of("IPPool")),
 			wantErr: "failed to get IPPool p: injected failure"},
 		{name: "the address cannot be claimed", objs: []client.Object{router("p"), pool},
 			funcs: interceptor.Funcs{Create: func(context.Context, client.WithWatch, client.Object, ...client.CreateOption) error {
-				return errExpected
+				return ctrltest.ErrExpected
 			}},
 			wantErr: "failed to create reservation 192.168.12.99: injected failure"},
 		{name: "the router's claims cannot be listed", objs: []client.Object{router("p"), pool},
 			funcs: interceptor.Funcs{List: func(context.Context, client.WithWatch, client.ObjectList, ...client.ListOption) error {
-				return errExpected
+				return ctrltest.ErrExpected
 			}},
 			wantErr: "failed to list the reservations of router ns/er: injected failure"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := egressFakeClient(t, tt.funcs, tt.objs...)
-			e := &egressRouterReconciler{Client: c, Live: egressFakeClient(t, tt.live), Recorder: &fakeRecorder{}, Image: "img"}
+			e := &Reconciler{Client: c, Live: egressFakeClient(t, tt.live), Recorder: &ctrltest.FakeRecorder{}, Image: "img"}
 			if tt.live.Get == nil {
 				e.Live = c
 			}

@@ -1,4 +1,4 @@
-package controller
+package egressrouter
 
 import (
 	"context"
@@ -54,7 +54,7 @@ func egressContainerID(r *networkv1.EgressRouter) string {
 }
 
 // routerClaims lists the reservations the router holds, from the cache.
-func (e *egressRouterReconciler) routerClaims(ctx context.Context, r *networkv1.EgressRouter) ([]ipamv1.OverlappingRangeIPReservation, error) {
+func (e *Reconciler) routerClaims(ctx context.Context, r *networkv1.EgressRouter) ([]ipamv1.OverlappingRangeIPReservation, error) {
 	var list ipamv1.OverlappingRangeIPReservationList
 	if err := e.Client.List(ctx, &list, client.MatchingFields{reservationRouterField: string(r.UID)}); err != nil {
 		return nil, fmt.Errorf("failed to list the reservations of router %s/%s: %w", r.Namespace, r.Name, err)
@@ -65,7 +65,7 @@ func (e *egressRouterReconciler) routerClaims(ctx context.Context, r *networkv1.
 // claimPoolAddresses claims the router's addresses in spec.pool, or allocates one when
 // spec.addresses is empty, and returns the addresses the router uses and the names of the
 // reservations that hold them. A problem of the pool or an address is an *egressProblem.
-func (e *egressRouterReconciler) claimPoolAddresses(ctx context.Context, r *networkv1.EgressRouter) ([]networkv1.EgressRouterAddress, []string, error) {
+func (e *Reconciler) claimPoolAddresses(ctx context.Context, r *networkv1.EgressRouter) ([]networkv1.EgressRouterAddress, []string, error) {
 	pool := &ipamv1.IPPool{}
 	if err := e.Client.Get(ctx, client.ObjectKey{Name: r.Spec.Pool}, pool); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -112,7 +112,7 @@ func (e *egressRouterReconciler) claimPoolAddresses(ctx context.Context, r *netw
 }
 
 // allocate returns the address the router already holds in pool, or claims the first free one.
-func (e *egressRouterReconciler) allocate(ctx context.Context, r *networkv1.EgressRouter, pool *ipamv1.IPPool, rng ipam.Range,
+func (e *Reconciler) allocate(ctx context.Context, r *networkv1.EgressRouter, pool *ipamv1.IPPool, rng ipam.Range,
 	mine []ipamv1.OverlappingRangeIPReservation) ([]networkv1.EgressRouterAddress, []string, error) {
 	if pool.Spec.Gateway == "" {
 		return nil, nil, &egressProblem{networkv1.ReasonPoolInvalid, fmt.Sprintf("IPPool %s has no gateway, which an allocated router address needs", pool.Name)}
@@ -175,7 +175,7 @@ func (e *egressRouterReconciler) allocate(ctx context.Context, r *networkv1.Egre
 
 // claim creates the reservation of addr in pool for the router, or finds it already the router's.
 // An address held by anyone else is an AddressInUse problem naming the holder.
-func (e *egressRouterReconciler) claim(ctx context.Context, r *networkv1.EgressRouter, pool *ipamv1.IPPool, addr netip.Addr) (string, error) {
+func (e *Reconciler) claim(ctx context.Context, r *networkv1.EgressRouter, pool *ipamv1.IPPool, addr netip.Addr) (string, error) {
 	res := &ipamv1.OverlappingRangeIPReservation{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: ipamv1.ReservationName(ippool.ReservationScope(pool.Name, pool.Spec.NetworkName, ippool.Overlapping(pool)), addr),
@@ -217,7 +217,7 @@ func (e *egressRouterReconciler) claim(ctx context.Context, r *networkv1.EgressR
 
 // releaseClaims deletes the router's reservations whose names are not in keep. The caller makes
 // sure no pod of the router may still hold them.
-func (e *egressRouterReconciler) releaseClaims(ctx context.Context, r *networkv1.EgressRouter, keep []string) error {
+func (e *Reconciler) releaseClaims(ctx context.Context, r *networkv1.EgressRouter, keep []string) error {
 	mine, err := e.routerClaims(ctx, r)
 	if err != nil {
 		return err

@@ -1,4 +1,4 @@
-package controller
+package gc
 
 import (
 	"context"
@@ -18,11 +18,16 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/netpool/netpool/controller/internal/clock"
+	"github.com/netpool/netpool/controller/internal/index"
+	"github.com/netpool/netpool/controller/internal/metrics"
+	"github.com/netpool/netpool/controller/internal/predicates"
+	"github.com/netpool/netpool/controller/internal/release"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
 	"github.com/netpool/netpool/internal/gcpolicy"
 )
 
-// gcReconciler releases leaked reservations (package gcpolicy is the policy). It judges a
+// Reconciler releases leaked reservations (package gcpolicy is the policy). It judges a
 // reservation when it appears (at start, every existing one: the sweep after a downtime), when
 // its pod changes in a way that matters (deleted, recreated, finished, network-status written),
 // when it becomes old enough to judge, and on every periodic sweep.
@@ -30,13 +35,13 @@ import (
 // The cache decides cheaply that a reservation looks leaked; the API server then has the last
 // word: the pod is read live and judged again before anything is released, so a cache that lags
 // (a pod created a moment ago, a network-status just written) never releases a live address.
-type gcReconciler struct {
+type Reconciler struct {
 	// Client reads from the cache and writes to the API server.
 	Client client.Client
 	// Live reads from the API server.
 	Live client.Reader
 	// Metrics counts sweeps.
-	Metrics *Metrics
+	Metrics *metrics.Metrics
 	// Grace: reservations younger than this are never released.
 	Grace time.Duration
 	// SweepInterval is how often every reservation is queued again.
@@ -44,9 +49,9 @@ type gcReconciler struct {
 	// Workers is how many reservations are judged at once.
 	Workers int
 	// Now is the clock; time.Now when nil.
-	Now nowFunc
+	Now clock.Func
 	// Release releases (or, in a dry run, reports) what the GC found leaked.
-	Release *releaser
+	Release *release.Releaser
 	// claimsWatched is set by SetupWithManager when the IPAMClaim CRD is served: a claim's
 	// deletion then queues its reservations at once, and the cache answers for claims. Without
 	// it, claims are read live and a deleted claim's address goes at the next sweep.
@@ -55,7 +60,7 @@ type gcReconciler struct {
 
 // SetupWithManager registers the reconciler with its sources: reservations, pods, StatefulSets
 // (deleted or scaled down: their sticky addresses), IPAMClaims when served, and the periodic sweep.
-func (r *gcReconciler) SetupWithManager(mgr ctrl.Manager) error {
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Client == nil || r.Live == nil || r.Metrics == nil || r.Release == nil {
 		return fmt.Errorf("reservation GC: Client, Live, Metrics and Release are required")
 	}
@@ -63,7 +68,7 @@ func (r *gcReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("reservation-gc").
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.Workers}).
 		Watches(&ipamv1.OverlappingRangeIPReservation{}, &handler.EnqueueRequestForObject{},
-			builder.WithPredicates(createdOnly())).
+			builder.WithPredicates(predicates.CreatedOnly())).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.reservationsOfPod),
 			builder.WithPredicates(podChangedForGC())).
 		Watches(&appsv1.StatefulSet{}, handler.EnqueueRequestsFromMapFunc(r.reservationsOfStatefulSet),
@@ -72,7 +77,7 @@ func (r *gcReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if _, err := mgr.GetRESTMapper().RESTMapping(ipamClaimKind); err == nil {
 		r.claimsWatched = true
 		b = b.Watches(&ipamclaimsv1.IPAMClaim{}, handler.EnqueueRequestsFromMapFunc(r.reservationsOfClaim),
-			builder.WithPredicates(deletedOnly()))
+			builder.WithPredicates(predicates.DeletedOnly()))
 	}
 	return b.Complete(r)
 }
@@ -85,7 +90,7 @@ func (r *gcReconciler) SetupWithManager(mgr ctrl.Manager) error {
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile judges one reservation, and releases it when it leaked.
-func (r *gcReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	res := &ipamv1.OverlappingRangeIPReservation{}
 	if err := r.Client.Get(ctx, req.NamespacedName, res); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -104,21 +109,21 @@ func (r *gcReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	v := gcpolicy.Judge(res, facts, r.Now.now(), r.Grace)
+	v := gcpolicy.Judge(res, facts, r.Now.Now(), r.Grace)
 	if v.Reason == "" {
 		return r.keep(ctx, res, v), nil
 	}
 	if facts, err = gcpolicy.Read(ctx, r.Live, res); err != nil {
 		return ctrl.Result{}, err
 	}
-	if v = gcpolicy.Judge(res, facts, r.Now.now(), r.Grace); v.Reason == "" {
+	if v = gcpolicy.Judge(res, facts, r.Now.Now(), r.Grace); v.Reason == "" {
 		return r.keep(ctx, res, v), nil
 	}
-	return ctrl.Result{}, r.Release.release(ctx, res, v.Reason, v.Detail, facts.Pod)
+	return ctrl.Result{}, r.Release.Release(ctx, res, v.Reason, v.Detail, facts.Pod)
 }
 
 // keep ends the reconcile of a reservation that stays.
-func (r *gcReconciler) keep(ctx context.Context, res *ipamv1.OverlappingRangeIPReservation, v gcpolicy.Verdict) ctrl.Result {
+func (r *Reconciler) keep(ctx context.Context, res *ipamv1.OverlappingRangeIPReservation, v gcpolicy.Verdict) ctrl.Result {
 	if v.Detail != "" {
 		logf.FromContext(ctx).Info("Keeping a reservation whose pod cannot be judged", "reservation", res.Name,
 			"podRef", res.Spec.PodRef, "detail", v.Detail)
@@ -127,10 +132,10 @@ func (r *gcReconciler) keep(ctx context.Context, res *ipamv1.OverlappingRangeIPR
 }
 
 // reservationsOfPod maps a pod event to the reservations made for a pod of that name.
-func (r *gcReconciler) reservationsOfPod(ctx context.Context, obj client.Object) []reconcile.Request {
+func (r *Reconciler) reservationsOfPod(ctx context.Context, obj client.Object) []reconcile.Request {
 	var list ipamv1.OverlappingRangeIPReservationList
 	ref := obj.GetNamespace() + "/" + obj.GetName()
-	if err := r.Client.List(ctx, &list, client.MatchingFields{reservationPodField: ref}, client.UnsafeDisableDeepCopy); err != nil {
+	if err := r.Client.List(ctx, &list, client.MatchingFields{index.ReservationPod: ref}, client.UnsafeDisableDeepCopy); err != nil {
 		// The cache answers from memory; the periodic sweep covers what an error here would miss.
 		logf.FromContext(ctx).Error(err, "Listing the reservations of a pod failed", "podRef", ref)
 		return nil

@@ -1,4 +1,4 @@
-package controller
+package gc
 
 import (
 	"context"
@@ -13,40 +13,28 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/netpool/netpool/controller/internal/index"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
 )
 
 // ipamClaimKind is the kind whose deletion releases the addresses it owns.
 var ipamClaimKind = schema.GroupKind{Group: ipamclaimsv1.GroupName, Kind: "IPAMClaim"}
 
-// reservationOwnerField indexes reservations by the object that owns them
-// (ReservationOwner.ObjectKey): a deleted claim, or a StatefulSet deleted or scaled, finds its
-// addresses.
-const reservationOwnerField = "spec.owner"
-
-func reservationOwner(obj client.Object) []string {
-	r, ok := obj.(*ipamv1.OverlappingRangeIPReservation)
-	if !ok || r.Spec.Owner == nil {
-		return nil
-	}
-	return []string{r.Spec.Owner.ObjectKey()}
-}
-
 // reservationsOfClaim maps a claim's deletion to the reservations it owns.
-func (r *gcReconciler) reservationsOfClaim(ctx context.Context, obj client.Object) []reconcile.Request {
+func (r *Reconciler) reservationsOfClaim(ctx context.Context, obj client.Object) []reconcile.Request {
 	return r.reservationsOfOwner(ctx, ipamv1.OwnerIPAMClaim, obj)
 }
 
 // reservationsOfStatefulSet maps a StatefulSet's deletion or change of replicas to the
 // reservations of its ordinals.
-func (r *gcReconciler) reservationsOfStatefulSet(ctx context.Context, obj client.Object) []reconcile.Request {
+func (r *Reconciler) reservationsOfStatefulSet(ctx context.Context, obj client.Object) []reconcile.Request {
 	return r.reservationsOfOwner(ctx, ipamv1.OwnerStatefulSet, obj)
 }
 
-func (r *gcReconciler) reservationsOfOwner(ctx context.Context, kind ipamv1.ReservationOwnerKind, obj client.Object) []reconcile.Request {
+func (r *Reconciler) reservationsOfOwner(ctx context.Context, kind ipamv1.ReservationOwnerKind, obj client.Object) []reconcile.Request {
 	key := ipamv1.ReservationOwner{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}.ObjectKey()
 	var list ipamv1.OverlappingRangeIPReservationList
-	if err := r.Client.List(ctx, &list, client.MatchingFields{reservationOwnerField: key}, client.UnsafeDisableDeepCopy); err != nil {
+	if err := r.Client.List(ctx, &list, client.MatchingFields{index.ReservationOwner: key}, client.UnsafeDisableDeepCopy); err != nil {
 		logf.FromContext(ctx).Error(err, "Listing the reservations of a persistent owner failed", "owner", key)
 		return nil
 	}

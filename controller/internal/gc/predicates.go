@@ -1,4 +1,4 @@
-package controller
+package gc
 
 import (
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
@@ -6,17 +6,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 )
-
-// createdOnly passes only the events of objects appearing (the initial list included): the GC
-// judges a reservation when it appears, and later on its pod's events, its recheck and sweeps.
-func createdOnly() predicate.Predicate {
-	return predicate.Funcs{
-		CreateFunc:  func(event.CreateEvent) bool { return true },
-		UpdateFunc:  func(event.UpdateEvent) bool { return false },
-		DeleteFunc:  func(event.DeleteEvent) bool { return false },
-		GenericFunc: func(event.GenericEvent) bool { return false },
-	}
-}
 
 // podChangedForGC passes the pod events that can change a GC verdict: a pod deleted; a pod
 // created after start (a pod recreated under the same name); a pod whose phase or network-status

@@ -1,4 +1,4 @@
-package controller
+package gc
 
 import (
 	"testing"
@@ -7,19 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/event"
-
-	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
 )
-
-func TestCreatedOnly(t *testing.T) {
-	p, r := createdOnly(), &ipamv1.OverlappingRangeIPReservation{}
-	if !p.Create(event.CreateEvent{Object: r}) || !p.Create(event.CreateEvent{Object: r, IsInInitialList: true}) {
-		t.Error("creates must pass, the initial list's too")
-	}
-	if p.Update(event.UpdateEvent{ObjectOld: r, ObjectNew: r}) || p.Delete(event.DeleteEvent{Object: r}) || p.Generic(event.GenericEvent{Object: r}) {
-		t.Error("only creates may pass")
-	}
-}
 
 func TestPodChangedForGC(t *testing.T) {
 	p := podChangedForGC()

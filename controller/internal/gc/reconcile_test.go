@@ -1,4 +1,4 @@
-package controller
+package gc
 
 import (
 	"context"
@@ -13,6 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	"github.com/netpool/netpool/controller/internal/ctrltest"
+	"github.com/netpool/netpool/controller/internal/release"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
 )
 
@@ -20,15 +22,15 @@ import (
 // disagree, and each can fail.
 
 func TestGCReconcile(t *testing.T) {
-	clk := newClock()
+	clk := ctrltest.NewClock()
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "u1"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
 	newRes := func(age time.Duration) *ipamv1.OverlappingRangeIPReservation {
-		return aged(clk, newReservation("p", "10.0.0.5", pod, "n"), age)
+		return ctrltest.Aged(clk, ctrltest.NewReservation("p", "10.0.0.5", pod, "n"), age)
 	}
 	failGet := func(kind string) interceptor.Funcs {
 		return interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-			if strings.HasSuffix(typeName(obj), kind) {
-				return errExpected
+			if strings.HasSuffix(ctrltest.TypeName(obj), kind) {
+				return ctrltest.ErrExpected
 			}
 			return c.Get(ctx, key, obj, opts...)
 		}}
@@ -53,15 +55,15 @@ func TestGCReconcile(t *testing.T) {
 		{name: "the API server cannot be read", cache: []client.Object{newRes(time.Hour)}, liveFuncs: failGet("Pod"),
 			wantErr: "failed to get pod ns/web: injected failure"},
 		{name: "both agree the pod is gone", cache: []client.Object{newRes(time.Hour)}, wantGone: true},
-		{name: "no pod identity", cache: []client.Object{aged(clk, newReservation("p", "10.0.0.5", nil, "n"), time.Hour)}},
+		{name: "no pod identity", cache: []client.Object{ctrltest.Aged(clk, ctrltest.NewReservation("p", "10.0.0.5", nil, "n"), time.Hour)}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			base := fakeClient(t, interceptor.Funcs{}, tt.cache...)
+			base := ctrltest.FakeClient(t, interceptor.Funcs{}, tt.cache...)
 			cache := interceptor.NewClient(base, tt.cacheFuncs)
-			r := &gcReconciler{
-				Client: cache, Live: fakeClient(t, tt.liveFuncs, tt.live...), Metrics: mustMetrics(t), Grace: time.Minute, Now: clk.Now,
-				Release: &releaser{client: cache, recorder: &fakeRecorder{}, metrics: mustMetrics(t)},
+			r := &Reconciler{
+				Client: cache, Live: ctrltest.FakeClient(t, tt.liveFuncs, tt.live...), Metrics: ctrltest.MustMetrics(t), Grace: time.Minute, Now: clk.Now,
+				Release: &release.Releaser{Client: cache, Recorder: &ctrltest.FakeRecorder{}, Metrics: ctrltest.MustMetrics(t)},
 			}
 			got, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Name: "p.10.0.0.5"}})
 			if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || err.Error() != tt.wantErr) {
@@ -81,17 +83,17 @@ func TestGCReconcile(t *testing.T) {
 }
 
 func TestGCReconcileKeepsAReservationWhoseNetworkStatusDoesNotParse(t *testing.T) {
-	clk := newClock()
+	clk := ctrltest.NewClock()
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", UID: "u1", Annotations: map[string]string{
 			"k8s.v1.cni.cncf.io/network-status": "{broken",
 		}},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning},
 	}
-	res := aged(clk, newReservation("p", "10.0.0.5", pod, "n"), time.Hour)
-	cache := fakeClient(t, interceptor.Funcs{}, res, pod)
-	r := &gcReconciler{Client: cache, Live: cache, Metrics: mustMetrics(t), Grace: time.Minute, Now: clk.Now,
-		Release: &releaser{client: cache, recorder: &fakeRecorder{}, metrics: mustMetrics(t)}}
+	res := ctrltest.Aged(clk, ctrltest.NewReservation("p", "10.0.0.5", pod, "n"), time.Hour)
+	cache := ctrltest.FakeClient(t, interceptor.Funcs{}, res, pod)
+	r := &Reconciler{Client: cache, Live: cache, Metrics: ctrltest.MustMetrics(t), Grace: time.Minute, Now: clk.Now,
+		Release: &release.Releaser{Client: cache, Recorder: &ctrltest.FakeRecorder{}, Metrics: ctrltest.MustMetrics(t)}}
 	got, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Name: res.Name}})
 	if err != nil || got != (ctrl.Result{}) {
 		t.Fatalf("Reconcile = %+v, %v; want to keep it quietly", got, err)
@@ -104,22 +106,22 @@ func TestGCReconcileKeepsAReservationWhoseNetworkStatusDoesNotParse(t *testing.T
 func TestGCReservationsOfPod(t *testing.T) {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web"}}
 	other := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "db"}}
-	c := fakeClient(t, interceptor.Funcs{},
-		newReservation("p", "10.0.0.5", pod, "n"), newReservation("p", "10.0.0.6", pod, "n"), newReservation("p", "10.0.0.7", other, "n"))
-	r := &gcReconciler{Client: c}
+	c := ctrltest.FakeClient(t, interceptor.Funcs{},
+		ctrltest.NewReservation("p", "10.0.0.5", pod, "n"), ctrltest.NewReservation("p", "10.0.0.6", pod, "n"), ctrltest.NewReservation("p", "10.0.0.7", other, "n"))
+	r := &Reconciler{Client: c}
 	if got := r.reservationsOfPod(context.Background(), pod); len(got) != 2 {
 		t.Fatalf("requests %v, want the two reservations of ns/web", got)
 	}
-	failing := fakeClient(t, interceptor.Funcs{List: func(context.Context, client.WithWatch, client.ObjectList, ...client.ListOption) error {
-		return errExpected
+	failing := ctrltest.FakeClient(t, interceptor.Funcs{List: func(context.Context, client.WithWatch, client.ObjectList, ...client.ListOption) error {
+		return ctrltest.ErrExpected
 	}})
-	if got := (&gcReconciler{Client: failing}).reservationsOfPod(context.Background(), pod); got != nil {
+	if got := (&Reconciler{Client: failing}).reservationsOfPod(context.Background(), pod); got != nil {
 		t.Fatalf("requests %v after a list error, want none", got)
 	}
 }
 
 func TestGCSetupNeedsItsParts(t *testing.T) {
-	if err := (&gcReconciler{}).SetupWithManager(nil); err == nil {
+	if err := (&Reconciler{}).SetupWithManager(nil); err == nil {
 		t.Fatal("SetupWithManager without a client succeeded")
 	}
 }

@@ -1,4 +1,4 @@
-package controller
+package gc
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/netpool/netpool/controller/internal/metrics"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
 )
 
@@ -19,7 +20,7 @@ import (
 // announced: a pod deleted while its reservation was not yet in the cache, a recheck lost with a
 // restart. The sweep at start is the reservations' initial list, so the first tick comes after
 // one interval. The queue collapses a reservation queued twice.
-func sweepSource(c client.Reader, interval time.Duration, m *Metrics) source.Source {
+func sweepSource(c client.Reader, interval time.Duration, m *metrics.Metrics) source.Source {
 	return source.Func(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
 		go func() {
 			t := time.NewTicker(interval)

@@ -1,4 +1,4 @@
-package controller
+package gc
 
 import (
 	"context"
@@ -9,11 +9,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/netpool/netpool/controller/internal/ctrltest"
 )
 
 func TestSweepQueuesEveryReservation(t *testing.T) {
-	c := fakeClient(t, interceptor.Funcs{},
-		newReservation("p", "10.0.0.5", nil, "a"), newReservation("p", "10.0.0.6", nil, "b"), newReservation("q", "10.0.1.5", nil, "a"))
+	c := ctrltest.FakeClient(t, interceptor.Funcs{},
+		ctrltest.NewReservation("p", "10.0.0.5", nil, "a"), ctrltest.NewReservation("p", "10.0.0.6", nil, "b"), ctrltest.NewReservation("q", "10.0.1.5", nil, "a"))
 	q := workqueue.NewTyped[reconcile.Request]()
 	defer q.ShutDown()
 	n, err := sweep(context.Background(), c, q)
@@ -27,8 +29,8 @@ func TestSweepQueuesEveryReservation(t *testing.T) {
 }
 
 func TestSweepReportsAListFailure(t *testing.T) {
-	c := fakeClient(t, interceptor.Funcs{List: func(context.Context, client.WithWatch, client.ObjectList, ...client.ListOption) error {
-		return errExpected
+	c := ctrltest.FakeClient(t, interceptor.Funcs{List: func(context.Context, client.WithWatch, client.ObjectList, ...client.ListOption) error {
+		return ctrltest.ErrExpected
 	}})
 	q := workqueue.NewTyped[reconcile.Request]()
 	defer q.ShutDown()
@@ -45,12 +47,12 @@ func TestSweepSourceSweepsEveryIntervalAndSurvivesFailures(t *testing.T) {
 	}{
 		{name: "sweeps", wantSweeps: true},
 		{name: "a failing list is retried next interval", funcs: interceptor.Funcs{List: func(context.Context, client.WithWatch, client.ObjectList, ...client.ListOption) error {
-			return errExpected
+			return ctrltest.ErrExpected
 		}}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			m := mustMetrics(t)
-			c := fakeClient(t, tt.funcs, newReservation("p", "10.0.0.5", nil, "a"))
+			m := ctrltest.MustMetrics(t)
+			c := ctrltest.FakeClient(t, tt.funcs, ctrltest.NewReservation("p", "10.0.0.5", nil, "a"))
 			q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
 			defer q.ShutDown()
 			ctx, cancel := context.WithCancel(context.Background())
@@ -59,7 +61,7 @@ func TestSweepSourceSweepsEveryIntervalAndSurvivesFailures(t *testing.T) {
 			}
 			time.Sleep(200 * time.Millisecond)
 			cancel()
-			sweeps := value(t, m.Sweeps)
+			sweeps := ctrltest.Value(t, m.Sweeps)
 			if tt.wantSweeps != (sweeps > 0) || tt.wantSweeps != (q.Len() == 1) {
 				t.Fatalf("%v sweeps, %d queued", sweeps, q.Len())
 			}

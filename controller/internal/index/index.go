@@ -1,4 +1,8 @@
-package controller
+// Package index holds the informer cache's field indexes: each lets a reconciler find the few
+// objects related to one event without reading every object of the kind. The manager registers
+// them once (Base before it starts, NAD once the NAD CRD is served); the reconcilers list by their
+// names.
+package index
 
 import (
 	"context"
@@ -12,77 +16,81 @@ import (
 	"github.com/netpool/netpool/ipam"
 )
 
-// Cache field indexes. Each lets a reconciler find the few objects related to one event without
-// reading every object of the kind.
+// The indexes' field names.
 const (
-	// reservationPodField indexes reservations by spec.podRef ("namespace/name"): a pod event
-	// finds the reservations of that pod.
-	reservationPodField = "spec.podRef"
-	// reservationNodeField indexes reservations by spec.node: a deleted node's reservations.
-	reservationNodeField = "spec.node"
-	// reservationNodePoolField indexes reservations by "node/pool": a slice's candidates.
-	reservationNodePoolField = "spec.node+pool"
-	// sliceNodeField indexes slices by spec.node: a deleted node's slices.
-	sliceNodeField = "spec.node"
-	// sliceNodePoolField indexes slices by "node/pool": the slices a reservation may sit in.
-	sliceNodePoolField = "spec.node+pool"
-	// poolNetworkField indexes pools by spec.networkName: the pools whose ranges must not overlap.
-	poolNetworkField = "spec.networkName"
-	// nadPoolField indexes NADs by the IPPool names their netpool IPAM sections derive or
-	// reference: a pool event finds the NADs to check again.
-	nadPoolField = "ipam.pools"
-	// reservationPoolField and slicePoolField index reservations and slices by spec.pool: what a
-	// pool still holds before it may be removed.
-	reservationPoolField = "spec.pool"
-	slicePoolField       = "spec.pool"
+	// ReservationPod indexes reservations by spec.podRef ("namespace/name"): a pod event finds the
+	// reservations of that pod.
+	ReservationPod = "spec.podRef"
+	// ReservationNode indexes reservations by spec.node: a deleted node's reservations.
+	ReservationNode = "spec.node"
+	// ReservationNodePool indexes reservations by "node/pool" (NodePoolKey): a slice's candidates.
+	ReservationNodePool = "spec.node+pool"
+	// ReservationOwner indexes reservations by the object that owns them
+	// (ReservationOwner.ObjectKey): a deleted claim, or a StatefulSet deleted or scaled, finds its
+	// addresses.
+	ReservationOwner = "spec.owner"
+	// SliceNode indexes slices by spec.node: a deleted node's slices.
+	SliceNode = "spec.node"
+	// SliceNodePool indexes slices by "node/pool" (NodePoolKey): the slices a reservation may sit in.
+	SliceNodePool = "spec.node+pool"
+	// PoolNetwork indexes pools by spec.networkName: the pools whose ranges must not overlap.
+	PoolNetwork = "spec.networkName"
+	// NADPool indexes NADs by the IPPool names their netpool IPAM sections derive or reference
+	// (NADPools): a pool event finds the NADs to check again.
+	NADPool = "ipam.pools"
+	// ReservationPool and SlicePool index reservations and slices by spec.pool: what a pool still
+	// holds before it may be removed.
+	ReservationPool = "spec.pool"
+	SlicePool       = "spec.pool"
 )
 
-// indexer is the part of client.FieldIndexer setupIndexes needs.
-type indexer interface {
+// Indexer is the part of client.FieldIndexer Setup needs.
+type Indexer interface {
 	IndexField(ctx context.Context, obj client.Object, field string, extract client.IndexerFunc) error
 }
 
-// fieldIndex is one cache index: the kind, the field name and the function giving its values.
-type fieldIndex struct {
-	obj     client.Object
-	field   string
-	extract client.IndexerFunc
+// Field is one cache index: the kind, the field name and the function giving its values.
+type Field struct {
+	Obj     client.Object
+	Name    string
+	Extract client.IndexerFunc
 }
 
-// fieldIndexes lists every index the reconcilers use.
-func fieldIndexes() []fieldIndex {
-	return append(baseIndexes(), nadIndexes()...)
+// All lists every index the reconcilers use.
+func All() []Field {
+	return append(Base(), NAD()...)
 }
 
-// baseIndexes are the indexes of netpool's own kinds and the built-in ones, registered before the
+// Base are the indexes of netpool's own kinds and the built-in ones, registered before the
 // manager starts.
-func baseIndexes() []fieldIndex {
-	return []fieldIndex{
-		{&ipamv1.OverlappingRangeIPReservation{}, reservationPodField, reservationPod},
-		{&ipamv1.OverlappingRangeIPReservation{}, reservationNodeField, reservationNode},
-		{&ipamv1.OverlappingRangeIPReservation{}, reservationNodePoolField, reservationNodePool},
-		{&ipamv1.OverlappingRangeIPReservation{}, reservationOwnerField, reservationOwner},
-		{&ipamv1.IPPoolSlice{}, sliceNodeField, sliceNode},
-		{&ipamv1.IPPoolSlice{}, sliceNodePoolField, sliceNodePool},
-		{&ipamv1.IPPool{}, poolNetworkField, poolNetwork},
+func Base() []Field {
+	return []Field{
+		{&ipamv1.OverlappingRangeIPReservation{}, ReservationPod, reservationPod},
+		{&ipamv1.OverlappingRangeIPReservation{}, ReservationNode, reservationNode},
+		{&ipamv1.OverlappingRangeIPReservation{}, ReservationNodePool, reservationNodePool},
+		{&ipamv1.OverlappingRangeIPReservation{}, ReservationOwner, reservationOwner},
+		{&ipamv1.IPPoolSlice{}, SliceNode, sliceNode},
+		{&ipamv1.IPPoolSlice{}, SliceNodePool, sliceNodePool},
+		{&ipamv1.IPPool{}, PoolNetwork, poolNetwork},
 	}
 }
 
-// nadIndexes are the indexes of NetworkAttachmentDefinitions, registered once their CRD is served
-// (nadGate): indexing a kind the API server does not serve fails.
-func nadIndexes() []fieldIndex {
-	return []fieldIndex{
-		{&nadv1.NetworkAttachmentDefinition{}, nadPoolField, nadPools},
-		{&ipamv1.OverlappingRangeIPReservation{}, reservationPoolField, reservationPool},
-		{&ipamv1.IPPoolSlice{}, slicePoolField, slicePool},
+// NAD are the indexes of NetworkAttachmentDefinitions (and what a derived pool's removal reads
+// with them), registered once the NAD CRD is served: indexing a kind the API server does not
+// serve fails.
+func NAD() []Field {
+	return []Field{
+		{&nadv1.NetworkAttachmentDefinition{}, NADPool, NADPools},
+		{&ipamv1.OverlappingRangeIPReservation{}, ReservationPool, ReservationPools},
+		{&ipamv1.IPPoolSlice{}, SlicePool, SlicePools},
 	}
 }
 
-// setupIndexes registers the indexes with the manager's cache.
-func setupIndexes(ctx context.Context, idx indexer, indexes []fieldIndex) error {
-	for _, f := range indexes {
-		if err := idx.IndexField(ctx, f.obj, f.field, f.extract); err != nil {
-			return fmt.Errorf("failed to index %T by %s: %w", f.obj, f.field, err)
+// Setup registers the indexes with the manager's cache.
+func Setup(ctx context.Context, idx Indexer, fields []Field) error {
+	for _, f := range fields {
+		if err := idx.IndexField(ctx, f.Obj, f.Name, f.Extract); err != nil {
+			return fmt.Errorf("failed to index %T by %s: %w", f.Obj, f.Name, err)
 		}
 	}
 	return nil
@@ -109,7 +117,15 @@ func reservationNodePool(obj client.Object) []string {
 	if !ok {
 		return nil
 	}
-	return []string{nodePoolKey(r.Spec.Node, r.Spec.Pool)}
+	return []string{NodePoolKey(r.Spec.Node, r.Spec.Pool)}
+}
+
+func reservationOwner(obj client.Object) []string {
+	r, ok := obj.(*ipamv1.OverlappingRangeIPReservation)
+	if !ok || r.Spec.Owner == nil {
+		return nil
+	}
+	return []string{r.Spec.Owner.ObjectKey()}
 }
 
 func sliceNode(obj client.Object) []string {
@@ -125,10 +141,11 @@ func sliceNodePool(obj client.Object) []string {
 	if !ok {
 		return nil
 	}
-	return []string{nodePoolKey(s.Spec.Node, s.Spec.Pool)}
+	return []string{NodePoolKey(s.Spec.Node, s.Spec.Pool)}
 }
 
-func reservationPool(obj client.Object) []string {
+// ReservationPools is the ReservationPool index's value of a reservation: its pool.
+func ReservationPools(obj client.Object) []string {
 	r, ok := obj.(*ipamv1.OverlappingRangeIPReservation)
 	if !ok {
 		return nil
@@ -136,7 +153,8 @@ func reservationPool(obj client.Object) []string {
 	return []string{r.Spec.Pool}
 }
 
-func slicePool(obj client.Object) []string {
+// SlicePools is the SlicePool index's value of a slice: its pool.
+func SlicePools(obj client.Object) []string {
 	s, ok := obj.(*ipamv1.IPPoolSlice)
 	if !ok {
 		return nil
@@ -152,9 +170,9 @@ func poolNetwork(obj client.Object) []string {
 	return []string{p.Spec.NetworkName}
 }
 
-// nadPools gives the pools a NAD's netpool IPAM sections use; a config that does not parse uses
-// none.
-func nadPools(obj client.Object) []string {
+// NADPools gives the pools a NAD's netpool IPAM sections use (the NADPool index's value); a config
+// that does not parse uses none.
+func NADPools(obj client.Object) []string {
 	nad, ok := obj.(*nadv1.NetworkAttachmentDefinition)
 	if !ok {
 		return nil
@@ -187,7 +205,7 @@ func sectionPools(c *ipam.Config) []string {
 	return names
 }
 
-// nodePoolKey is the value of the node+pool indexes.
-func nodePoolKey(node, pool string) string {
+// NodePoolKey is the value of the node+pool indexes.
+func NodePoolKey(node, pool string) string {
 	return node + "/" + pool
 }

@@ -1,4 +1,4 @@
-package controller
+package metrics_test
 
 import (
 	"encoding/json"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/netpool/netpool/controller/internal/metrics"
 	"github.com/netpool/netpool/internal/gcpolicy"
 )
 
@@ -33,7 +34,7 @@ var runtimeMetrics = map[string]bool{
 }
 
 func TestGrafanaDashboardReadsOnlyMetricsThatExist(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("..", "deploy", "components", "grafana-dashboard", "netpool.json"))
+	data, err := os.ReadFile(filepath.Join("..", "..", "..", "deploy", "components", "grafana-dashboard", "netpool.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,13 +47,13 @@ func TestGrafanaDashboardReadsOnlyMetricsThatExist(t *testing.T) {
 		t.Fatalf("the dashboard is not JSON: %v", err)
 	}
 	reg := prometheus.NewRegistry()
-	m, err := NewMetrics(reg)
+	m, err := metrics.New(reg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.setPool("p", big.NewInt(1), 0, big.NewInt(1))
-	m.released(gcpolicy.ReasonPodDeleted, false)
-	m.SlicesReturned.WithLabelValues(ReasonSliceEmpty).Inc()
+	m.SetPool("p", big.NewInt(1), 0, big.NewInt(1))
+	m.Released(gcpolicy.ReasonPodDeleted, false)
+	m.SlicesReturned.WithLabelValues(gcpolicy.ReasonSliceEmpty).Inc()
 	families, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,6 @@
-package controller
+// Package metrics holds netpool's own controller metrics, which the reconcilers update and the
+// manager registers.
+package metrics
 
 import (
 	"errors"
@@ -24,8 +26,8 @@ type Metrics struct {
 	Sweeps prometheus.Counter
 }
 
-// NewMetrics creates the metrics and registers them with reg.
-func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
+// New creates the metrics and registers them with reg.
+func New(reg prometheus.Registerer) (*Metrics, error) {
 	m := &Metrics{
 		PoolCapacity: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "netpool_pool_capacity_addresses",
@@ -64,23 +66,23 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 	return m, nil
 }
 
-// setPool records one pool's counts. An IPv6 pool's capacity exceeds what a float64 holds
+// SetPool records one pool's counts. An IPv6 pool's capacity exceeds what a float64 holds
 // exactly; the gauge then carries the nearest value.
-func (m *Metrics) setPool(pool string, capacity *big.Int, allocated int64, free *big.Int) {
+func (m *Metrics) SetPool(pool string, capacity *big.Int, allocated int64, free *big.Int) {
 	m.PoolCapacity.WithLabelValues(pool).Set(bigFloat(capacity))
 	m.PoolAllocated.WithLabelValues(pool).Set(float64(allocated))
 	m.PoolFree.WithLabelValues(pool).Set(bigFloat(free))
 }
 
-// forgetPool drops a deleted pool's series.
-func (m *Metrics) forgetPool(pool string) {
+// ForgetPool drops a deleted pool's series.
+func (m *Metrics) ForgetPool(pool string) {
 	m.PoolCapacity.DeleteLabelValues(pool)
 	m.PoolAllocated.DeleteLabelValues(pool)
 	m.PoolFree.DeleteLabelValues(pool)
 }
 
-// released counts one release (or, in a dry run, one leak found).
-func (m *Metrics) released(reason string, dryRun bool) {
+// Released counts one release (or, in a dry run, one leak found).
+func (m *Metrics) Released(reason string, dryRun bool) {
 	m.Releases.WithLabelValues(reason, strconv.FormatBool(dryRun)).Inc()
 }
 

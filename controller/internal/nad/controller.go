@@ -1,4 +1,4 @@
-package controller
+package nad
 
 import (
 	"context"
@@ -18,12 +18,31 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/netpool/netpool/controller/internal/index"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
 	"github.com/netpool/netpool/internal/ippool"
 	"github.com/netpool/netpool/ipam"
 )
 
-// nadReconciler checks every NetworkAttachmentDefinition that uses netpool IPAM, with the
+// Event reasons, on a NAD.
+const (
+	// EventInvalidIPAMConfig (Warning): its netpool IPAM config does not load; the note names the
+	// path, the field and the value.
+	EventInvalidIPAMConfig = "InvalidIPAMConfig"
+	// EventPoolCreated (Normal): the pool of one of its inline ranges was created.
+	EventPoolCreated = "PoolCreated"
+	// EventPoolUnusable (Warning): the pool it references or derives cannot serve it (missing,
+	// another range, or its namespaceSelector does not admit the NAD's namespace).
+	EventPoolUnusable = "PoolUnusable"
+)
+
+// Event actions (events.k8s.io/v1 requires one).
+const (
+	actionValidate = "Validate"
+	actionCreate   = "Create"
+)
+
+// Reconciler checks every NetworkAttachmentDefinition that uses netpool IPAM, with the
 // plugin's own parser (ipam.FromNetworkConfig), so a NAD the controller accepts is one the plugin
 // accepts:
 //
@@ -40,7 +59,7 @@ import (
 //
 // Pools are not owned by NADs (a cluster-scoped object cannot be owned by a namespaced one, and
 // reservations may outlive the NAD); they stay when the NAD goes.
-type nadReconciler struct {
+type Reconciler struct {
 	// Client reads from the cache and writes to the API server.
 	Client client.Client
 	// Recorder records the Events on NADs.
@@ -49,7 +68,7 @@ type nadReconciler struct {
 
 // SetupWithManager registers the reconciler: NADs, the pools they use (created, deleted or
 // respecified) and their namespaces' labels.
-func (r *nadReconciler) SetupWithManager(mgr ctrl.Manager) error {
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Client == nil || r.Recorder == nil {
 		return fmt.Errorf("NAD reconciler: Client and Recorder are required")
 	}
@@ -69,7 +88,7 @@ func (r *nadReconciler) SetupWithManager(mgr ctrl.Manager) error {
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile checks one NAD and ensures the pools of its inline ranges.
-func (r *nadReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	nad := &nadv1.NetworkAttachmentDefinition{}
 	if err := r.Client.Get(ctx, req.NamespacedName, nad); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -125,7 +144,7 @@ func derivedRanges(sections []ipam.Section) int {
 // checks that the existing pool is the one the range describes and can serve the NAD. A pool that
 // the rules of the pool model would refuse (it overlaps an operator's pool that does not admit the
 // namespace, for example) is not created; the NAD gets a Warning Event instead.
-func (r *nadReconciler) ensurePool(ctx context.Context, nad *nadv1.NetworkAttachmentDefinition, s ipam.Section,
+func (r *Reconciler) ensurePool(ctx context.Context, nad *nadv1.NetworkAttachmentDefinition, s ipam.Section,
 	i int, rng ipam.Range, nsLabels map[string]string) error {
 	want, err := ippool.Derive(s.Config.NetworkName, rng, ippool.RulesOf(s.Config))
 	if err != nil {
@@ -167,7 +186,7 @@ var errUnusable = errors.New("pool unusable")
 // (its spec parses, and it does not yield to an overlapping pool) and the namespace admission of
 // every pool whose window it overlaps. A refusal is reported on the NAD and returned wrapping
 // errUnusable; any other error is the API's.
-func (r *nadReconciler) judge(ctx context.Context, nad *nadv1.NetworkAttachmentDefinition, s ipam.Section,
+func (r *Reconciler) judge(ctx context.Context, nad *nadv1.NetworkAttachmentDefinition, s ipam.Section,
 	pool *ipamv1.IPPool, nsLabels map[string]string) error {
 	parsed, err := ippool.Parse(pool)
 	if err != nil {
@@ -175,7 +194,7 @@ func (r *nadReconciler) judge(ctx context.Context, nad *nadv1.NetworkAttachmentD
 		return errUnusable
 	}
 	var peers ipamv1.IPPoolList
-	if err := r.Client.List(ctx, &peers, client.MatchingFields{poolNetworkField: pool.Spec.NetworkName}); err != nil {
+	if err := r.Client.List(ctx, &peers, client.MatchingFields{index.PoolNetwork: pool.Spec.NetworkName}); err != nil {
 		return fmt.Errorf("failed to list the IPPools of network %q: %w", pool.Spec.NetworkName, err)
 	}
 	if text := ippool.OverlapText(parsed, peers.Items); text != "" {
@@ -195,7 +214,7 @@ func (r *nadReconciler) judge(ctx context.Context, nad *nadv1.NetworkAttachmentD
 }
 
 // createPool creates the derived pool of inline range i of section s.
-func (r *nadReconciler) createPool(ctx context.Context, nad *nadv1.NetworkAttachmentDefinition, s ipam.Section,
+func (r *Reconciler) createPool(ctx context.Context, nad *nadv1.NetworkAttachmentDefinition, s ipam.Section,
 	i int, pool *ipamv1.IPPool, rng ipam.Range) error {
 	if err := r.Client.Create(ctx, pool); err != nil {
 		if apierrors.IsAlreadyExists(err) {
@@ -214,7 +233,7 @@ func (r *nadReconciler) createPool(ctx context.Context, nad *nadv1.NetworkAttach
 }
 
 // checkReference checks a section that references an operator-made pool.
-func (r *nadReconciler) checkReference(ctx context.Context, nad *nadv1.NetworkAttachmentDefinition, s ipam.Section,
+func (r *Reconciler) checkReference(ctx context.Context, nad *nadv1.NetworkAttachmentDefinition, s ipam.Section,
 	nsLabels map[string]string) error {
 	pool := &ipamv1.IPPool{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Name: s.Config.Pool}, pool); err != nil {
@@ -239,12 +258,12 @@ func (r *nadReconciler) checkReference(ctx context.Context, nad *nadv1.NetworkAt
 }
 
 // unusable reports on the NAD that section s cannot draw from its pool.
-func (r *nadReconciler) unusable(nad *nadv1.NetworkAttachmentDefinition, s ipam.Section, err error) {
+func (r *Reconciler) unusable(nad *nadv1.NetworkAttachmentDefinition, s ipam.Section, err error) {
 	r.Recorder.Eventf(nad, nil, corev1.EventTypeWarning, EventPoolUnusable, actionValidate, "spec.config %s: %v", s.Path, err)
 }
 
 // namespaceLabels returns the labels of a namespace; none when the cache has not seen it.
-func (r *nadReconciler) namespaceLabels(ctx context.Context, name string) (map[string]string, error) {
+func (r *Reconciler) namespaceLabels(ctx context.Context, name string) (map[string]string, error) {
 	ns := &corev1.Namespace{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Name: name}, ns); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -256,16 +275,16 @@ func (r *nadReconciler) namespaceLabels(ctx context.Context, name string) (map[s
 }
 
 // nadsOfPool maps a pool to the NADs that derive or reference it.
-func (r *nadReconciler) nadsOfPool(ctx context.Context, obj client.Object) []reconcile.Request {
-	return r.listNADs(ctx, client.MatchingFields{nadPoolField: obj.GetName()})
+func (r *Reconciler) nadsOfPool(ctx context.Context, obj client.Object) []reconcile.Request {
+	return r.listNADs(ctx, client.MatchingFields{index.NADPool: obj.GetName()})
 }
 
 // nadsOfNamespace maps a namespace to its NADs.
-func (r *nadReconciler) nadsOfNamespace(ctx context.Context, obj client.Object) []reconcile.Request {
+func (r *Reconciler) nadsOfNamespace(ctx context.Context, obj client.Object) []reconcile.Request {
 	return r.listNADs(ctx, client.InNamespace(obj.GetName()))
 }
 
-func (r *nadReconciler) listNADs(ctx context.Context, opts ...client.ListOption) []reconcile.Request {
+func (r *Reconciler) listNADs(ctx context.Context, opts ...client.ListOption) []reconcile.Request {
 	var list nadv1.NetworkAttachmentDefinitionList
 	if err := r.Client.List(ctx, &list, append(opts, client.UnsafeDisableDeepCopy)...); err != nil {
 		logf.FromContext(ctx).Error(err, "Listing NetworkAttachmentDefinitions failed")

@@ -1,4 +1,4 @@
-package controller
+package nad
 
 import (
 	"context"
@@ -14,10 +14,12 @@ import (
 	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/netpool/netpool/controller/internal/index"
 )
 
-// nadCRDName is the CustomResourceDefinition of Multus' NetworkAttachmentDefinition.
-const nadCRDName = "network-attachment-definitions.k8s.cni.cncf.io"
+// CRDName is the CustomResourceDefinition of Multus' NetworkAttachmentDefinition.
+const CRDName = "network-attachment-definitions.k8s.cni.cncf.io"
 
 // nadCRDPoll is how often the controller asks the API server whether the NAD CRD is served, while it
 // is not: one discovery request per replica, until an operator installs Multus.
@@ -27,15 +29,15 @@ const nadCRDPoll = 2 * time.Second
 const nadCRDLogEvery = time.Minute
 
 // errNADCRDMissing is what /readyz answers while the NAD CRD is not served.
-var errNADCRDMissing = errors.New("the NetworkAttachmentDefinition CRD (" + nadCRDName + ", version v1) is not installed: " +
+var errNADCRDMissing = errors.New("the NetworkAttachmentDefinition CRD (" + CRDName + ", version v1) is not installed: " +
 	"install Multus' CRD; the NAD reconciler starts when it is served")
 
-// nadGate starts the NAD reconciler once the NetworkAttachmentDefinition CRD is served. Without the
+// Gate starts the NAD reconciler once the NetworkAttachmentDefinition CRD is served. Without the
 // gate a missing CRD stops the manager at start-up, which in a cluster is a CrashLoopBackOff that
 // takes the pool status, GC and node reclaim down with it; with it, everything else runs, the wait
 // is logged, and /readyz fails until the CRD appears. It runs in every replica (readiness is per
 // replica); the reconciler it adds runs only in the leader, as every reconciler does.
-type nadGate struct {
+type Gate struct {
 	// discovery asks the API server which resources it serves.
 	discovery discovery.DiscoveryInterface
 	// setup registers the NAD index and reconciler with the manager; it is retried at the next
@@ -48,11 +50,11 @@ type nadGate struct {
 	started atomic.Bool
 }
 
-var _ manager.LeaderElectionRunnable = &nadGate{}
+var _ manager.LeaderElectionRunnable = &Gate{}
 
 // Start polls until the CRD is served and setup succeeds, or ctx ends.
-func (g *nadGate) Start(ctx context.Context) error {
-	log := g.log.WithValues("crd", nadCRDName)
+func (g *Gate) Start(ctx context.Context) error {
+	log := g.log.WithValues("crd", CRDName)
 	var lastLog time.Time
 	for {
 		err := g.try(ctx)
@@ -75,7 +77,7 @@ func (g *nadGate) Start(ctx context.Context) error {
 }
 
 // try reports why the NAD reconciler cannot start yet, or starts it.
-func (g *nadGate) try(ctx context.Context) error {
+func (g *Gate) try(ctx context.Context) error {
 	if err := nadCRDServed(g.discovery); err != nil {
 		return err
 	}
@@ -87,10 +89,10 @@ func (g *nadGate) try(ctx context.Context) error {
 }
 
 // NeedLeaderElection is false: every replica reports its own readiness.
-func (g *nadGate) NeedLeaderElection() bool { return false }
+func (g *Gate) NeedLeaderElection() bool { return false }
 
-// checker is the /readyz check: not ready until the NAD reconciler is set up.
-func (g *nadGate) checker() healthz.Checker {
+// Checker is the /readyz check: not ready until the NAD reconciler is set up.
+func (g *Gate) Checker() healthz.Checker {
 	return func(*http.Request) error {
 		if !g.started.Load() {
 			return errNADCRDMissing
@@ -116,4 +118,27 @@ func nadCRDServed(d discovery.DiscoveryInterface) error {
 		}
 	}
 	return fmt.Errorf("the API server serves %s but not network-attachment-definitions", gv)
+}
+
+// NewGate returns the gate that registers the NAD indexes and r with mgr once the NAD CRD is
+// served.
+func NewGate(mgr manager.Manager, r *Reconciler) (*Gate, error) {
+	d, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
+	if err != nil {
+		return nil, fmt.Errorf("failed to create the discovery client: %w", err)
+	}
+	var indexed bool
+	setup := func(ctx context.Context) error {
+		if !indexed {
+			if err := index.Setup(ctx, mgr.GetFieldIndexer(), index.NAD()); err != nil {
+				return err
+			}
+			indexed = true
+		}
+		if err := r.SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("failed to set up %T: %w", r, err)
+		}
+		return nil
+	}
+	return &Gate{discovery: d, setup: setup, log: mgr.GetLogger().WithName("nad-crd")}, nil
 }

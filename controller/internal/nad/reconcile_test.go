@@ -1,4 +1,4 @@
-package controller
+package nad
 
 import (
 	"context"
@@ -15,24 +15,18 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	"github.com/netpool/netpool/controller/internal/ctrltest"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
 )
 
 // The NAD reconciler's decisions and error paths, over a fake client.
 
-func testNAD(config string) *nadv1.NetworkAttachmentDefinition {
-	return &nadv1.NetworkAttachmentDefinition{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "net"},
-		Spec:       nadv1.NetworkAttachmentDefinitionSpec{Config: config},
-	}
-}
-
 func TestNADReconcile(t *testing.T) {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns", Labels: map[string]string{"team": "red"}}}
 	gr := schema.GroupResource{Group: ipamv1.GroupName, Resource: "ippools"}
-	inline := conflist(`{"type":"netpool","datastore":"kubernetes","network_name":"blue","range":"10.0.0.0/24"}`)
+	inline := ctrltest.Conflist(`{"type":"netpool","datastore":"kubernetes","network_name":"blue","range":"10.0.0.0/24"}`)
 	ref := func(pool string) string {
-		return conflist(`{"type":"netpool","datastore":"kubernetes","network_name":"blue","pool":"` + pool + `"}`)
+		return ctrltest.Conflist(`{"type":"netpool","datastore":"kubernetes","network_name":"blue","pool":"` + pool + `"}`)
 	}
 	pool := func(name, cidr, network string, selector map[string]string) *ipamv1.IPPool {
 		p := &ipamv1.IPPool{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: ipamv1.IPPoolSpec{Range: cidr, NetworkName: network}}
@@ -47,33 +41,33 @@ func TestNADReconcile(t *testing.T) {
 	for i := range 300 {
 		odd = append(odd, fmt.Sprintf(`"10.2.%d.%d"`, i/100, 2*(i%100)+1))
 	}
-	tooManyExclusions := conflist(`{"type":"netpool","datastore":"kubernetes","range":"10.2.0.0/16","exclude":[` + strings.Join(odd, ",") + `]}`)
+	tooManyExclusions := ctrltest.Conflist(`{"type":"netpool","datastore":"kubernetes","range":"10.2.0.0/16","exclude":[` + strings.Join(odd, ",") + `]}`)
 	var sections []string // 17 inline ranges over two sections
 	for i := range 17 {
 		sections = append(sections, fmt.Sprintf(`{"range":"10.3.%d.0/24"}`, i))
 	}
-	manyRanges := conflist(`{"type":"netpool","datastore":"kubernetes","range":"10.4.0.0/24","ipRanges":[` + strings.Join(sections[1:], ",") + `]}`)
-	inlineNoOverlap := conflist(`{"type":"netpool","datastore":"kubernetes","network_name":"blue","range":"10.0.0.0/24","enable_overlapping_ranges":false}`)
-	refNoOverlap := conflist(`{"type":"netpool","datastore":"kubernetes","network_name":"blue","pool":"shared","enable_overlapping_ranges":false}`)
-	inlineCooldown := conflist(`{"type":"netpool","datastore":"kubernetes","network_name":"blue","range":"10.0.0.0/24","reuseCooldown":"1h"}`)
-	refCooldown := conflist(`{"type":"netpool","datastore":"kubernetes","network_name":"blue","pool":"shared","reuseCooldown":"1h"}`)
-	inlineSticky := conflist(`{"type":"netpool","datastore":"kubernetes","network_name":"blue","range":"10.0.0.0/24","statefulSets":"Sticky"}`)
-	refSticky := conflist(`{"type":"netpool","datastore":"kubernetes","network_name":"blue","pool":"shared","statefulSets":"Sticky"}`)
+	manyRanges := ctrltest.Conflist(`{"type":"netpool","datastore":"kubernetes","range":"10.4.0.0/24","ipRanges":[` + strings.Join(sections[1:], ",") + `]}`)
+	inlineNoOverlap := ctrltest.Conflist(`{"type":"netpool","datastore":"kubernetes","network_name":"blue","range":"10.0.0.0/24","enable_overlapping_ranges":false}`)
+	refNoOverlap := ctrltest.Conflist(`{"type":"netpool","datastore":"kubernetes","network_name":"blue","pool":"shared","enable_overlapping_ranges":false}`)
+	inlineCooldown := ctrltest.Conflist(`{"type":"netpool","datastore":"kubernetes","network_name":"blue","range":"10.0.0.0/24","reuseCooldown":"1h"}`)
+	refCooldown := ctrltest.Conflist(`{"type":"netpool","datastore":"kubernetes","network_name":"blue","pool":"shared","reuseCooldown":"1h"}`)
+	inlineSticky := ctrltest.Conflist(`{"type":"netpool","datastore":"kubernetes","network_name":"blue","range":"10.0.0.0/24","statefulSets":"Sticky"}`)
+	refSticky := ctrltest.Conflist(`{"type":"netpool","datastore":"kubernetes","network_name":"blue","pool":"shared","statefulSets":"Sticky"}`)
 	invalidPool := pool("shared", "10.1.0.0/24", "blue", nil)
 	invalidPool.Status.Conditions = []metav1.Condition{{Type: ipamv1.IPPoolReadyCondition, Status: metav1.ConditionFalse,
 		Reason: ipamv1.IPPoolInvalidSpecReason, Message: "no usable address", LastTransitionTime: metav1.Now()}}
 	failList := func(kind string) interceptor.Funcs {
 		return interceptor.Funcs{List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
-			if strings.HasSuffix(typeName(list), "."+kind) {
-				return errExpected
+			if strings.HasSuffix(ctrltest.TypeName(list), "."+kind) {
+				return ctrltest.ErrExpected
 			}
 			return c.List(ctx, list, opts...)
 		}}
 	}
 	failGet := func(kind string) interceptor.Funcs {
 		return interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-			if strings.HasSuffix(typeName(obj), "."+kind) {
-				return errExpected
+			if strings.HasSuffix(ctrltest.TypeName(obj), "."+kind) {
+				return ctrltest.ErrExpected
 			}
 			return c.Get(ctx, key, obj, opts...)
 		}}
@@ -98,69 +92,69 @@ func TestNADReconcile(t *testing.T) {
 		wantNoDerived bool
 	}{
 		{name: "no NAD"},
-		{name: "the NAD cannot be read", nad: testNAD(inline), funcs: failGet("NetworkAttachmentDefinition"),
+		{name: "the NAD cannot be read", nad: ctrltest.TestNAD(inline), funcs: failGet("NetworkAttachmentDefinition"),
 			wantErr: "failed to get NetworkAttachmentDefinition ns/net: injected failure"},
-		{name: "no netpool IPAM", nad: testNAD(`{"cniVersion":"1.0.0","name":"x","type":"bridge","ipam":{"type":"host-local"}}`), wantNoPool: true},
-		{name: "a bad config", nad: testNAD(conflist(`{"type":"netpool","datastore":"kubernetes","range":"10.0.0.0/24","gateway":"10.9.9.9"}`)),
+		{name: "no netpool IPAM", nad: ctrltest.TestNAD(`{"cniVersion":"1.0.0","name":"x","type":"bridge","ipam":{"type":"host-local"}}`), wantNoPool: true},
+		{name: "a bad config", nad: ctrltest.TestNAD(ctrltest.Conflist(`{"type":"netpool","datastore":"kubernetes","range":"10.0.0.0/24","gateway":"10.9.9.9"}`)),
 			wantEvent: `Warning InvalidIPAMConfig: spec.config: plugins[0].ipam: invalid IPAM config: gateway "10.9.9.9": is not inside any range`, wantNoPool: true},
-		{name: "the namespace cannot be read", nad: testNAD(inline), objs: []client.Object{ns}, funcs: failGet("Namespace"),
+		{name: "the namespace cannot be read", nad: ctrltest.TestNAD(inline), objs: []client.Object{ns}, funcs: failGet("Namespace"),
 			wantErr: "failed to get namespace ns: injected failure"},
-		{name: "an inline range creates its pool", nad: testNAD(inline), objs: []client.Object{ns},
+		{name: "an inline range creates its pool", nad: ctrltest.TestNAD(inline), objs: []client.Object{ns},
 			wantEvent: "Normal PoolCreated: Created IPPool blue-10.0.0.0-24 for range 0 (10.0.0.0/24) of plugins[0].ipam", wantPool: "blue-10.0.0.0-24"},
-		{name: "an inline range in a namespace the cache has not seen", nad: testNAD(inline), wantPool: "blue-10.0.0.0-24",
+		{name: "an inline range in a namespace the cache has not seen", nad: ctrltest.TestNAD(inline), wantPool: "blue-10.0.0.0-24",
 			wantEvent: "Normal PoolCreated: Created IPPool blue-10.0.0.0-24"},
-		{name: "the pool exists", nad: testNAD(inline), objs: []client.Object{ns, pool("blue-10.0.0.0-24", "10.0.0.0/24", "blue", nil)}},
-		{name: "the pool cannot be read", nad: testNAD(inline), funcs: failGet("IPPool"), wantErr: "failed to get IPPool blue-10.0.0.0-24: injected failure"},
-		{name: "the pool name is taken by another range", nad: testNAD(inline),
+		{name: "the pool exists", nad: ctrltest.TestNAD(inline), objs: []client.Object{ns, pool("blue-10.0.0.0-24", "10.0.0.0/24", "blue", nil)}},
+		{name: "the pool cannot be read", nad: ctrltest.TestNAD(inline), funcs: failGet("IPPool"), wantErr: "failed to get IPPool blue-10.0.0.0-24: injected failure"},
+		{name: "the pool name is taken by another range", nad: ctrltest.TestNAD(inline),
 			objs:      []client.Object{pool("blue-10.0.0.0-24", "10.0.0.0/25", "blue", nil)},
 			wantEvent: `Warning PoolUnusable: spec.config plugins[0].ipam: range 10.0.0.0/24 of network "blue": IPPool blue-10.0.0.0-24 already exists for range 10.0.0.0/25 of network "blue"`},
-		{name: "the derived pool does not admit the namespace", nad: testNAD(inline),
+		{name: "the derived pool does not admit the namespace", nad: ctrltest.TestNAD(inline),
 			objs:      []client.Object{ns, pool("blue-10.0.0.0-24", "10.0.0.0/24", "blue", map[string]string{"team": "blue"})},
 			wantEvent: `Warning PoolUnusable: spec.config plugins[0].ipam: IPPool blue-10.0.0.0-24 does not admit namespace ns: its namespaceSelector is "team=blue"`},
-		{name: "another writer creates the pool first", nad: testNAD(inline), funcs: failCreate(apierrors.NewAlreadyExists(gr, "x"))},
-		{name: "the API server rejects the pool", nad: testNAD(inline), funcs: failCreate(apierrors.NewInvalid(schema.GroupKind{Group: ipamv1.GroupName, Kind: "IPPool"}, "x", nil)),
+		{name: "another writer creates the pool first", nad: ctrltest.TestNAD(inline), funcs: failCreate(apierrors.NewAlreadyExists(gr, "x"))},
+		{name: "the API server rejects the pool", nad: ctrltest.TestNAD(inline), funcs: failCreate(apierrors.NewInvalid(schema.GroupKind{Group: ipamv1.GroupName, Kind: "IPPool"}, "x", nil)),
 			wantEvent: "Warning PoolUnusable: spec.config plugins[0].ipam: range 10.0.0.0/24: the API server rejects its IPPool"},
-		{name: "the pool cannot be created", nad: testNAD(inline), funcs: failCreate(errExpected),
+		{name: "the pool cannot be created", nad: ctrltest.TestNAD(inline), funcs: failCreate(ctrltest.ErrExpected),
 			wantErr: "failed to create IPPool blue-10.0.0.0-24: injected failure"},
-		{name: "exclusions beyond what a pool holds", nad: testNAD(tooManyExclusions), wantNoPool: true,
+		{name: "exclusions beyond what a pool holds", nad: ctrltest.TestNAD(tooManyExclusions), wantNoPool: true,
 			wantEvent: "Warning InvalidIPAMConfig: spec.config: plugins[0].ipam: invalid IPAM config: ipam.exclude: the exclusions make more than 256 CIDRs once merged and clipped to the window 10.2.0.1-10.2.255.254; at most 256 are allowed"},
-		{name: "more inline ranges than one NAD may derive", nad: testNAD(manyRanges), objs: []client.Object{ns}, wantNoPool: true,
+		{name: "more inline ranges than one NAD may derive", nad: ctrltest.TestNAD(manyRanges), objs: []client.Object{ns}, wantNoPool: true,
 			wantEvent: "Warning PoolUnusable: spec.config: 17 inline ranges would derive as many IPPools; one NAD may derive at most 16; no pool is created until it is fixed"},
-		{name: "enable_overlapping_ranges disagrees with the derived pool", nad: testNAD(inlineNoOverlap),
+		{name: "enable_overlapping_ranges disagrees with the derived pool", nad: ctrltest.TestNAD(inlineNoOverlap),
 			objs:      []client.Object{ns, pool("blue-10.0.0.0-24", "10.0.0.0/24", "blue", nil)},
 			wantEvent: `Warning PoolUnusable: spec.config plugins[0].ipam: enable_overlapping_ranges false disagrees with IPPool blue-10.0.0.0-24, which records overlappingRanges Enabled`},
-		{name: "enable_overlapping_ranges false is recorded on the pool it creates", nad: testNAD(inlineNoOverlap), objs: []client.Object{ns},
+		{name: "enable_overlapping_ranges false is recorded on the pool it creates", nad: ctrltest.TestNAD(inlineNoOverlap), objs: []client.Object{ns},
 			wantEvent: "Normal PoolCreated: Created IPPool blue-10.0.0.0-24", wantPool: "blue-10.0.0.0-24", wantMode: ipamv1.OverlappingRangesDisabled},
-		{name: "reuseCooldown disagrees with the derived pool", nad: testNAD(inlineCooldown),
+		{name: "reuseCooldown disagrees with the derived pool", nad: ctrltest.TestNAD(inlineCooldown),
 			objs:      []client.Object{ns, pool("blue-10.0.0.0-24", "10.0.0.0/24", "blue", nil)},
 			wantEvent: `Warning PoolUnusable: spec.config plugins[0].ipam: reuseCooldown 1h0m0s disagrees with IPPool blue-10.0.0.0-24, which records reuseCooldown 0s (none)`},
-		{name: "reuseCooldown is recorded on the pool it creates", nad: testNAD(inlineCooldown), objs: []client.Object{ns},
+		{name: "reuseCooldown is recorded on the pool it creates", nad: ctrltest.TestNAD(inlineCooldown), objs: []client.Object{ns},
 			wantEvent: "Normal PoolCreated: Created IPPool blue-10.0.0.0-24", wantPool: "blue-10.0.0.0-24", wantCooldown: "1h0m0s"},
-		{name: "a reference whose reuseCooldown disagrees", nad: testNAD(refCooldown), objs: []client.Object{ns, pool("shared", "10.1.0.0/24", "blue", nil)},
+		{name: "a reference whose reuseCooldown disagrees", nad: ctrltest.TestNAD(refCooldown), objs: []client.Object{ns, pool("shared", "10.1.0.0/24", "blue", nil)},
 			wantEvent: "Warning PoolUnusable: spec.config plugins[0].ipam: reuseCooldown 1h0m0s disagrees with IPPool shared"},
-		{name: "statefulSets disagrees with the derived pool", nad: testNAD(inlineSticky),
+		{name: "statefulSets disagrees with the derived pool", nad: ctrltest.TestNAD(inlineSticky),
 			objs:      []client.Object{ns, pool("blue-10.0.0.0-24", "10.0.0.0/24", "blue", nil)},
 			wantEvent: `Warning PoolUnusable: spec.config plugins[0].ipam: statefulSets Sticky disagrees with IPPool blue-10.0.0.0-24, which records statefulSets None`},
-		{name: "a reference whose statefulSets disagrees", nad: testNAD(refSticky), objs: []client.Object{ns, pool("shared", "10.1.0.0/24", "blue", nil)},
+		{name: "a reference whose statefulSets disagrees", nad: ctrltest.TestNAD(refSticky), objs: []client.Object{ns, pool("shared", "10.1.0.0/24", "blue", nil)},
 			wantEvent: "Warning PoolUnusable: spec.config plugins[0].ipam: statefulSets Sticky disagrees with IPPool shared"},
-		{name: "an inline range over an operator's pool that does not admit the namespace", nad: testNAD(inline), wantNoDerived: true,
+		{name: "an inline range over an operator's pool that does not admit the namespace", nad: ctrltest.TestNAD(inline), wantNoDerived: true,
 			objs:      []client.Object{ns, pool("tenant-b-pool", "10.0.0.0/28", "blue", map[string]string{"team": "b"})},
 			wantEvent: `Warning PoolUnusable: spec.config plugins[0].ipam: IPPool blue-10.0.0.0-24 cannot serve: spec.range "10.0.0.0/24": the window 10.0.0.1-10.0.0.254 overlaps IPPool tenant-b-pool (10.0.0.1-10.0.0.14, an operator's pool) of network "blue"`},
-		{name: "the pools of the network cannot be listed", nad: testNAD(inline), objs: []client.Object{ns}, funcs: failList("IPPoolList"),
+		{name: "the pools of the network cannot be listed", nad: ctrltest.TestNAD(inline), objs: []client.Object{ns}, funcs: failList("IPPoolList"),
 			wantErr: `failed to list the IPPools of network "blue": injected failure`},
-		{name: "a reference to a pool the controller found invalid", nad: testNAD(ref("shared")), objs: []client.Object{ns, invalidPool},
+		{name: "a reference to a pool the controller found invalid", nad: ctrltest.TestNAD(ref("shared")), objs: []client.Object{ns, invalidPool},
 			wantEvent: "Warning PoolUnusable: spec.config plugins[0].ipam: IPPool shared is not Ready (InvalidSpec): no usable address"},
-		{name: "a reference whose enable_overlapping_ranges disagrees", nad: testNAD(refNoOverlap), objs: []client.Object{ns, pool("shared", "10.1.0.0/24", "blue", nil)},
+		{name: "a reference whose enable_overlapping_ranges disagrees", nad: ctrltest.TestNAD(refNoOverlap), objs: []client.Object{ns, pool("shared", "10.1.0.0/24", "blue", nil)},
 			wantEvent: "Warning PoolUnusable: spec.config plugins[0].ipam: enable_overlapping_ranges false disagrees with IPPool shared"},
-		{name: "a reference to a missing pool", nad: testNAD(ref("nowhere")),
+		{name: "a reference to a missing pool", nad: ctrltest.TestNAD(ref("nowhere")),
 			wantEvent: `Warning PoolUnusable: spec.config plugins[0].ipam: pool "nowhere": no IPPool of that name`},
-		{name: "a reference that cannot be read", nad: testNAD(ref("shared")), funcs: failGet("IPPool"),
+		{name: "a reference that cannot be read", nad: ctrltest.TestNAD(ref("shared")), funcs: failGet("IPPool"),
 			wantErr: "failed to get IPPool shared: injected failure"},
-		{name: "a reference to a pool of another network", nad: testNAD(ref("shared")), objs: []client.Object{pool("shared", "10.1.0.0/24", "red", nil)},
+		{name: "a reference to a pool of another network", nad: ctrltest.TestNAD(ref("shared")), objs: []client.Object{pool("shared", "10.1.0.0/24", "red", nil)},
 			wantEvent: `Warning PoolUnusable: spec.config plugins[0].ipam: network_name "blue": differs from the networkName "red" of IPPool shared`},
-		{name: "a reference to a pool that admits the namespace", nad: testNAD(ref("shared")),
+		{name: "a reference to a pool that admits the namespace", nad: ctrltest.TestNAD(ref("shared")),
 			objs: []client.Object{ns, pool("shared", "10.1.0.0/24", "blue", map[string]string{"team": "red"})}},
-		{name: "a reference to a pool with an invalid selector", nad: testNAD(ref("shared")), objs: []client.Object{ns, badSelector},
+		{name: "a reference to a pool with an invalid selector", nad: ctrltest.TestNAD(ref("shared")), objs: []client.Object{ns, badSelector},
 			wantEvent: "Warning PoolUnusable: spec.config plugins[0].ipam: IPPool shared has an invalid namespaceSelector"},
 	}
 	for _, tt := range tests {
@@ -169,16 +163,16 @@ func TestNADReconcile(t *testing.T) {
 			if tt.nad != nil {
 				objs = append(objs, tt.nad)
 			}
-			base := fakeClient(t, interceptor.Funcs{}, objs...)
-			rec := &fakeRecorder{}
-			r := &nadReconciler{Client: interceptor.NewClient(base, tt.funcs), Recorder: rec}
+			base := ctrltest.FakeClient(t, interceptor.Funcs{}, objs...)
+			rec := &ctrltest.FakeRecorder{}
+			r := &Reconciler{Client: interceptor.NewClient(base, tt.funcs), Recorder: rec}
 			_, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKey{Namespace: "ns", Name: "net"}})
 			if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || err.Error() != tt.wantErr) {
 				t.Fatalf("error %v, want %q", err, tt.wantErr)
 			}
 			var got []string
-			for _, e := range rec.all() {
-				got = append(got, e.eventType+" "+e.reason+": "+e.note)
+			for _, e := range rec.All() {
+				got = append(got, e.EventType+" "+e.Reason+": "+e.Note)
 			}
 			switch {
 			case tt.wantEvent == "" && len(got) != 0:
@@ -215,29 +209,29 @@ func TestNADReconcile(t *testing.T) {
 }
 
 func TestNADsOfPoolAndNamespace(t *testing.T) {
-	a := testNAD(conflist(`{"type":"netpool","datastore":"kubernetes","pool":"shared"}`))
-	b := testNAD(conflist(`{"type":"netpool","datastore":"kubernetes","range":"10.0.0.0/24"}`))
+	a := ctrltest.TestNAD(ctrltest.Conflist(`{"type":"netpool","datastore":"kubernetes","pool":"shared"}`))
+	b := ctrltest.TestNAD(ctrltest.Conflist(`{"type":"netpool","datastore":"kubernetes","range":"10.0.0.0/24"}`))
 	b.Name = "inline"
-	other := testNAD(`{"cniVersion":"1.0.0","name":"x","type":"bridge"}`)
+	other := ctrltest.TestNAD(`{"cniVersion":"1.0.0","name":"x","type":"bridge"}`)
 	other.Namespace, other.Name = "elsewhere", "plain"
-	r := &nadReconciler{Client: fakeClient(t, interceptor.Funcs{}, a, b, other)}
+	r := &Reconciler{Client: ctrltest.FakeClient(t, interceptor.Funcs{}, a, b, other)}
 	ctx := context.Background()
-	if got := requestNames(r.nadsOfPool(ctx, &ipamv1.IPPool{ObjectMeta: metav1.ObjectMeta{Name: "shared"}})); got != "net" {
+	if got := ctrltest.RequestNames(r.nadsOfPool(ctx, &ipamv1.IPPool{ObjectMeta: metav1.ObjectMeta{Name: "shared"}})); got != "net" {
 		t.Fatalf("NADs of pool shared: %q", got)
 	}
-	if got := requestNames(r.nadsOfPool(ctx, &ipamv1.IPPool{ObjectMeta: metav1.ObjectMeta{Name: "10.0.0.0-24"}})); got != "inline" {
+	if got := ctrltest.RequestNames(r.nadsOfPool(ctx, &ipamv1.IPPool{ObjectMeta: metav1.ObjectMeta{Name: "10.0.0.0-24"}})); got != "inline" {
 		t.Fatalf("NADs of pool 10.0.0.0-24: %q", got)
 	}
-	if got := requestNames(r.nadsOfNamespace(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns"}})); got != "inline net" {
+	if got := ctrltest.RequestNames(r.nadsOfNamespace(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns"}})); got != "inline net" {
 		t.Fatalf("NADs of namespace ns: %q", got)
 	}
-	failing := &nadReconciler{Client: fakeClient(t, interceptor.Funcs{List: func(context.Context, client.WithWatch, client.ObjectList, ...client.ListOption) error {
-		return errExpected
+	failing := &Reconciler{Client: ctrltest.FakeClient(t, interceptor.Funcs{List: func(context.Context, client.WithWatch, client.ObjectList, ...client.ListOption) error {
+		return ctrltest.ErrExpected
 	}})}
 	if got := failing.nadsOfNamespace(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns"}}); got != nil {
 		t.Fatalf("requests %v after a list error", got)
 	}
-	if err := (&nadReconciler{}).SetupWithManager(nil); err == nil {
+	if err := (&Reconciler{}).SetupWithManager(nil); err == nil {
 		t.Fatal("SetupWithManager without a client succeeded")
 	}
 }

@@ -1,4 +1,4 @@
-package controller
+package node
 
 import (
 	"context"
@@ -19,11 +19,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/netpool/netpool/controller/internal/clock"
+	"github.com/netpool/netpool/controller/internal/index"
+	"github.com/netpool/netpool/controller/internal/predicates"
+	"github.com/netpool/netpool/controller/internal/release"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
 	"github.com/netpool/netpool/internal/gcpolicy"
 )
 
-// nodeReconciler reclaims what a deleted node held: its reservations are released (reason
+// Reconciler reclaims what a deleted node held: its reservations are released (reason
 // NodeDeleted) and its slices go back to their pools. A reservation whose pod runs on another
 // (existing) node is kept: its node name is the agent's, which then differs from the Node's, and
 // the GC judges it by its pod. A node counts as deleted once neither the
@@ -31,17 +35,17 @@ import (
 // registered again by its kubelet keeps its addresses. The reconcile key is the node name; nodes'
 // deletions, and the initial list of reservations and slices (what was left while the controller
 // was down), queue it.
-type nodeReconciler struct {
+type Reconciler struct {
 	// Client reads from the cache and writes to the API server.
 	Client client.Client
 	// Live reads from the API server.
 	Live client.Reader
 	// Release releases the node's reservations and reports the slices it returns.
-	Release *releaser
+	Release *release.Releaser
 	// Grace is how long a node must be gone before its holdings are reclaimed.
 	Grace time.Duration
 	// Now is the clock; time.Now when nil.
-	Now nowFunc
+	Now clock.Func
 
 	mu sync.Mutex
 	// goneSince is when each missing node was first found missing.
@@ -49,7 +53,7 @@ type nodeReconciler struct {
 }
 
 // SetupWithManager registers the reconciler.
-func (r *nodeReconciler) SetupWithManager(mgr ctrl.Manager) error {
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Client == nil || r.Live == nil || r.Release == nil {
 		return fmt.Errorf("node reclaim: Client, Live and Release are required")
 	}
@@ -62,9 +66,9 @@ func (r *nodeReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			GenericFunc: func(event.GenericEvent) bool { return false },
 		})).
 		Watches(&ipamv1.OverlappingRangeIPReservation{}, handler.EnqueueRequestsFromMapFunc(nodeOfObject),
-			builder.WithPredicates(createdOnly())).
+			builder.WithPredicates(predicates.CreatedOnly())).
 		Watches(&ipamv1.IPPoolSlice{}, handler.EnqueueRequestsFromMapFunc(nodeOfObject),
-			builder.WithPredicates(createdOnly())).
+			builder.WithPredicates(predicates.CreatedOnly())).
 		Complete(r)
 }
 
@@ -73,18 +77,18 @@ func (r *nodeReconciler) SetupWithManager(mgr ctrl.Manager) error {
 // +kubebuilder:rbac:groups=ipam.netpool.io,resources=overlappingrangeipreservations,verbs=get;list;watch;delete
 
 // Reconcile reclaims the holdings of one node if it is gone.
-func (r *nodeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	gone, err := r.nodeGone(ctx, req.Name)
 	if err != nil || !gone {
 		r.forget(req.Name)
 		return ctrl.Result{}, err
 	}
-	if wait := r.Grace - r.Now.now().Sub(r.markGone(req.Name)); wait > 0 {
+	if wait := r.Grace - r.Now.Now().Sub(r.markGone(req.Name)); wait > 0 {
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
 	var errs []error
 	var reservations ipamv1.OverlappingRangeIPReservationList
-	if err := r.Client.List(ctx, &reservations, client.MatchingFields{reservationNodeField: req.Name}); err != nil {
+	if err := r.Client.List(ctx, &reservations, client.MatchingFields{index.ReservationNode: req.Name}); err != nil {
 		return ctrl.Result{}, fmt.Errorf("failed to list the reservations of node %s: %w", req.Name, err)
 	}
 	for i := range reservations.Items {
@@ -99,15 +103,15 @@ func (r *nodeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 			}
 			continue
 		}
-		errs = append(errs, r.Release.release(ctx, res, v.Reason, v.Detail, pod))
+		errs = append(errs, r.Release.Release(ctx, res, v.Reason, v.Detail, pod))
 	}
 	var slices ipamv1.IPPoolSliceList
-	if err := r.Client.List(ctx, &slices, client.MatchingFields{sliceNodeField: req.Name}); err != nil {
+	if err := r.Client.List(ctx, &slices, client.MatchingFields{index.SliceNode: req.Name}); err != nil {
 		return ctrl.Result{}, errors.Join(append(errs, fmt.Errorf("failed to list the slices of node %s: %w", req.Name, err))...)
 	}
 	for i := range slices.Items {
 		detail := fmt.Sprintf("node %s was deleted", req.Name)
-		errs = append(errs, r.Release.returnSlice(ctx, &slices.Items[i], gcpolicy.ReasonNodeDeleted, detail))
+		errs = append(errs, r.Release.ReturnSlice(ctx, &slices.Items[i], gcpolicy.ReasonNodeDeleted, detail))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return ctrl.Result{}, err
@@ -117,7 +121,7 @@ func (r *nodeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 }
 
 // nodeGone reports whether the node exists neither in the cache nor in the API server.
-func (r *nodeReconciler) nodeGone(ctx context.Context, name string) (bool, error) {
+func (r *Reconciler) nodeGone(ctx context.Context, name string) (bool, error) {
 	node := &corev1.Node{}
 	for _, c := range []client.Reader{r.Client, r.Live} {
 		err := c.Get(ctx, client.ObjectKey{Name: name}, node)
@@ -132,7 +136,7 @@ func (r *nodeReconciler) nodeGone(ctx context.Context, name string) (bool, error
 }
 
 // cachedPod is the pod of a reservation if the cache has it, for the release Event.
-func (r *nodeReconciler) cachedPod(ctx context.Context, res *ipamv1.OverlappingRangeIPReservation) *corev1.Pod {
+func (r *Reconciler) cachedPod(ctx context.Context, res *ipamv1.OverlappingRangeIPReservation) *corev1.Pod {
 	ns, name, ok := gcpolicy.SplitPodRef(res.Spec.PodRef)
 	if !ok {
 		return nil
@@ -145,7 +149,7 @@ func (r *nodeReconciler) cachedPod(ctx context.Context, res *ipamv1.OverlappingR
 }
 
 // markGone records when the node was first found gone and returns that time.
-func (r *nodeReconciler) markGone(name string) time.Time {
+func (r *Reconciler) markGone(name string) time.Time {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.goneSince == nil {
@@ -153,13 +157,13 @@ func (r *nodeReconciler) markGone(name string) time.Time {
 	}
 	since, ok := r.goneSince[name]
 	if !ok {
-		since = r.Now.now()
+		since = r.Now.Now()
 		r.goneSince[name] = since
 	}
 	return since
 }
 
-func (r *nodeReconciler) forget(name string) {
+func (r *Reconciler) forget(name string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.goneSince, name)

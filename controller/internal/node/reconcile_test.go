@@ -1,8 +1,7 @@
-package controller
+package node
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	"github.com/netpool/netpool/controller/internal/ctrltest"
+	"github.com/netpool/netpool/controller/internal/release"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
 )
 
@@ -24,12 +25,12 @@ func TestNodeReclaim(t *testing.T) {
 		return &ipamv1.IPPoolSlice{ObjectMeta: metav1.ObjectMeta{Name: "p.1", UID: "s"}, Spec: ipamv1.IPPoolSliceSpec{Pool: "p", Range: "10.0.0.16/28", Node: "gone"}}
 	}
 	holdings := func() []client.Object {
-		return []client.Object{newReservation("p", "10.0.0.17", nil, "gone"), newReservation("p", "10.0.0.5", nil, "alive"), slice()}
+		return []client.Object{ctrltest.NewReservation("p", "10.0.0.17", nil, "gone"), ctrltest.NewReservation("p", "10.0.0.5", nil, "alive"), slice()}
 	}
 	failOn := func(what string) interceptor.Funcs {
 		fail := func(obj any) error {
-			if strings.HasSuffix(typeName(obj), "."+what) {
-				return errExpected
+			if strings.HasSuffix(ctrltest.TypeName(obj), "."+what) {
+				return ctrltest.ErrExpected
 			}
 			return nil
 		}
@@ -82,16 +83,16 @@ func TestNodeReclaim(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			base := fakeClient(t, interceptor.Funcs{}, tt.cache...)
+			base := ctrltest.FakeClient(t, interceptor.Funcs{}, tt.cache...)
 			cache := interceptor.NewClient(base, tt.funcs)
-			clk := newClock()
-			r := &nodeReconciler{Client: cache, Live: fakeClient(t, tt.liveFuncs, tt.live...), Grace: time.Minute, Now: clk.Now,
-				Release: &releaser{client: cache, recorder: &fakeRecorder{}, metrics: mustMetrics(t)}}
+			clk := ctrltest.NewClock()
+			r := &Reconciler{Client: cache, Live: ctrltest.FakeClient(t, tt.liveFuncs, tt.live...), Grace: time.Minute, Now: clk.Now,
+				Release: &release.Releaser{Client: cache, Recorder: &ctrltest.FakeRecorder{}, Metrics: ctrltest.MustMetrics(t)}}
 			req := ctrl.Request{}
 			req.Name = "gone"
 			got, err := r.Reconcile(context.Background(), req)
 			if err == nil && got.RequeueAfter == time.Minute {
-				clk.advance(time.Minute) // found gone: reclaimed once gone for the grace
+				clk.Advance(time.Minute) // found gone: reclaimed once gone for the grace
 				got, err = r.Reconcile(context.Background(), req)
 			}
 			if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
@@ -100,7 +101,7 @@ func TestNodeReclaim(t *testing.T) {
 			if got != tt.wantResult {
 				t.Fatalf("result %+v, want %+v", got, tt.wantResult)
 			}
-			if kept := countExisting(t, base, holdings()); kept != tt.wantKept {
+			if kept := ctrltest.CountExisting(t, base, holdings()); kept != tt.wantKept {
 				t.Fatalf("%d of the holdings are left, want %d", kept, tt.wantKept)
 			}
 		})
@@ -108,43 +109,43 @@ func TestNodeReclaim(t *testing.T) {
 }
 
 func TestNodeReclaimKeepsAReservationWhosePodRunsOnAnotherNode(t *testing.T) {
-	clk := newClock()
+	clk := ctrltest.NewClock()
 	elsewhere := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web"}, Spec: corev1.PodSpec{NodeName: "node-a.example.com"}}
 	onIt := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "db"}, Spec: corev1.PodSpec{NodeName: "node-a"}}
-	kept := newReservation("p", "10.0.0.5", elsewhere, "node-a")
-	released := newReservation("p", "10.0.0.6", onIt, "node-a")
-	c := fakeClient(t, interceptor.Funcs{}, elsewhere, onIt, kept, released)
-	r := &nodeReconciler{Client: c, Live: c, Grace: time.Minute, Now: clk.Now,
-		Release: &releaser{client: c, recorder: &fakeRecorder{}, metrics: mustMetrics(t)}}
+	kept := ctrltest.NewReservation("p", "10.0.0.5", elsewhere, "node-a")
+	released := ctrltest.NewReservation("p", "10.0.0.6", onIt, "node-a")
+	c := ctrltest.FakeClient(t, interceptor.Funcs{}, elsewhere, onIt, kept, released)
+	r := &Reconciler{Client: c, Live: c, Grace: time.Minute, Now: clk.Now,
+		Release: &release.Releaser{Client: c, Recorder: &ctrltest.FakeRecorder{}, Metrics: ctrltest.MustMetrics(t)}}
 	req := ctrl.Request{}
 	req.Name = "node-a"
 	if _, err := r.Reconcile(context.Background(), req); err != nil {
 		t.Fatal(err)
 	}
-	clk.advance(time.Minute)
+	clk.Advance(time.Minute)
 	if _, err := r.Reconcile(context.Background(), req); err != nil {
 		t.Fatal(err)
 	}
-	if n := countExisting(t, c, []client.Object{kept}); n != 1 {
+	if n := ctrltest.CountExisting(t, c, []client.Object{kept}); n != 1 {
 		t.Fatal("the reservation of a pod running on node-a.example.com was released")
 	}
-	if n := countExisting(t, c, []client.Object{released}); n != 0 {
+	if n := ctrltest.CountExisting(t, c, []client.Object{released}); n != 0 {
 		t.Fatal("the reservation of a pod bound to the deleted node stayed")
 	}
 }
 
 func TestNodeReclaimWaitsForTheGraceAndForgetsANodeThatCameBack(t *testing.T) {
-	clk := newClock()
-	c := fakeClient(t, interceptor.Funcs{}, newReservation("p", "10.0.0.17", nil, "flaky"))
-	r := &nodeReconciler{Client: c, Live: c, Grace: time.Minute, Now: clk.Now,
-		Release: &releaser{client: c, recorder: &fakeRecorder{}, metrics: mustMetrics(t)}}
+	clk := ctrltest.NewClock()
+	c := ctrltest.FakeClient(t, interceptor.Funcs{}, ctrltest.NewReservation("p", "10.0.0.17", nil, "flaky"))
+	r := &Reconciler{Client: c, Live: c, Grace: time.Minute, Now: clk.Now,
+		Release: &release.Releaser{Client: c, Recorder: &ctrltest.FakeRecorder{}, Metrics: ctrltest.MustMetrics(t)}}
 	req := ctrl.Request{}
 	req.Name = "flaky"
 	got, err := r.Reconcile(context.Background(), req)
 	if err != nil || got.RequeueAfter != time.Minute {
 		t.Fatalf("first sight of a missing node: %+v, %v; want to wait a minute", got, err)
 	}
-	clk.advance(40 * time.Second)
+	clk.Advance(40 * time.Second)
 	if got, _ := r.Reconcile(context.Background(), req); got.RequeueAfter != 20*time.Second {
 		t.Fatalf("later: %+v, want the rest of the grace", got)
 	}
@@ -155,7 +156,7 @@ func TestNodeReclaimWaitsForTheGraceAndForgetsANodeThatCameBack(t *testing.T) {
 	if _, err := r.Reconcile(context.Background(), req); err != nil || len(r.goneSince) != 0 {
 		t.Fatalf("a node that came back is still remembered as gone: %v, %v", r.goneSince, err)
 	}
-	if kept := countExisting(t, c, []client.Object{newReservation("p", "10.0.0.17", nil, "flaky")}); kept != 1 {
+	if kept := ctrltest.CountExisting(t, c, []client.Object{ctrltest.NewReservation("p", "10.0.0.17", nil, "flaky")}); kept != 1 {
 		t.Fatal("the node's reservation was reclaimed")
 	}
 }
@@ -165,32 +166,16 @@ func TestNodeOfObject(t *testing.T) {
 		obj  client.Object
 		want string
 	}{
-		{newReservation("p", "10.0.0.1", nil, "a"), "a"},
+		{ctrltest.NewReservation("p", "10.0.0.1", nil, "a"), "a"},
 		{&ipamv1.IPPoolSlice{Spec: ipamv1.IPPoolSliceSpec{Node: "b"}}, "b"},
 		{&corev1.Pod{}, ""},
-		{newReservation("p", "10.0.0.1", nil, ""), ""},
+		{ctrltest.NewReservation("p", "10.0.0.1", nil, ""), ""},
 	} {
-		if got := requestNames(nodeOfObject(context.Background(), tt.obj)); got != tt.want {
+		if got := ctrltest.RequestNames(nodeOfObject(context.Background(), tt.obj)); got != tt.want {
 			t.Errorf("nodeOfObject(%T) = %q, want %q", tt.obj, got, tt.want)
 		}
 	}
-	if err := (&nodeReconciler{}).SetupWithManager(nil); err == nil {
+	if err := (&Reconciler{}).SetupWithManager(nil); err == nil {
 		t.Fatal("SetupWithManager without a client succeeded")
 	}
-}
-
-// countExisting counts how many of objs c still has.
-func countExisting(t *testing.T, c client.Reader, objs []client.Object) int {
-	t.Helper()
-	n := 0
-	for _, o := range objs {
-		err := c.Get(context.Background(), client.ObjectKeyFromObject(o), o.DeepCopyObject().(client.Object))
-		switch {
-		case err == nil:
-			n++
-		case !errors.Is(err, errExpected) && !strings.Contains(err.Error(), "not found"):
-			t.Fatal(err)
-		}
-	}
-	return n
 }

@@ -1,4 +1,4 @@
-package controller
+package poolstatus
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
+	"github.com/netpool/netpool/internal/ippool"
 )
 
 // poolVerdict is what the pool status reconciler found about one pool: the input of the pure
@@ -21,17 +22,9 @@ type poolVerdict struct {
 	allocated int64
 }
 
-// free is capacity minus allocated, never below zero (reservations may outnumber a capacity that
-// an edit of the exclusions lowered); nil when capacity is.
+// free is capacity minus allocated, never below zero; nil when capacity is (the pool model's rule).
 func (v poolVerdict) free() *big.Int {
-	if v.capacity == nil {
-		return nil
-	}
-	f := new(big.Int).Sub(v.capacity, big.NewInt(v.allocated))
-	if f.Sign() < 0 {
-		f.SetInt64(0)
-	}
-	return f
+	return ippool.Counts{Capacity: v.capacity, Allocated: v.allocated}.Free()
 }
 
 // usage is "N of M addresses free", for messages.
@@ -90,16 +83,12 @@ func setReadyCondition(p *ipamv1.IPPool, v poolVerdict) {
 	meta.SetStatusCondition(&p.Status.Conditions, c)
 }
 
-// setCounts writes capacity, allocated and free; capacity and free are left empty when the spec
-// does not parse.
+// setCounts writes capacity, allocated and free as the pool model counts them; capacity and free
+// are left empty when the spec does not parse.
 func setCounts(p *ipamv1.IPPool, v poolVerdict) {
-	allocated := v.allocated
+	var allocated int64
+	p.Status.Capacity, allocated, p.Status.Free = ippool.Counts{Capacity: v.capacity, Allocated: v.allocated}.Status()
 	p.Status.Allocated = &allocated
-	p.Status.Capacity, p.Status.Free = "", ""
-	if v.capacity != nil {
-		p.Status.Capacity = v.capacity.String()
-		p.Status.Free = v.free().String()
-	}
 }
 
 // applyVerdict writes the whole status from v: counts, the three conditions and

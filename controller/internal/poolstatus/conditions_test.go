@@ -1,4 +1,4 @@
-package controller
+package poolstatus
 
 import (
 	"math/big"

@@ -1,4 +1,4 @@
-package controller
+package poolstatus
 
 import (
 	"context"
@@ -20,17 +20,20 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/netpool/netpool/controller/internal/clock"
+	"github.com/netpool/netpool/controller/internal/index"
+	"github.com/netpool/netpool/controller/internal/metrics"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
 )
 
-// poolStatusReconciler keeps every IPPool's status (capacity, allocated, free, the Ready,
+// Reconciler keeps every IPPool's status (capacity, allocated, free, the Ready,
 // Exhausted and Invalid conditions and observedGeneration) and its metrics up to date. It reads
 // the reservation count from a tally kept by its own reservation events, so a reconcile costs
 // the same at 10 or 100,000 reservations, and it writes a pool's status at most once per
 // Interval, so a burst of allocations costs a few writes, not one per allocation. It also owns the
 // pool's finalizer (poolstatus_deletion.go), so that one writer sets all of a pool's conditions,
 // and it records a Warning Event when a pool turns Exhausted or its deletion starts to wait.
-type poolStatusReconciler struct {
+type Reconciler struct {
 	// Client reads from the cache and writes to the API server.
 	Client client.Client
 	// Live reads from the API server: whether a deleted pool still holds reservations. Client
@@ -39,11 +42,11 @@ type poolStatusReconciler struct {
 	// Recorder records the Events on pools; none are recorded when nil.
 	Recorder events.EventRecorder
 	// Metrics receives each pool's counts.
-	Metrics *Metrics
+	Metrics *metrics.Metrics
 	// Interval is the shortest time between two status writes of one pool.
 	Interval time.Duration
 	// Now is the clock; time.Now when nil.
-	Now nowFunc
+	Now clock.Func
 
 	// tally counts reservations per pool; SetupWithManager creates it.
 	tally *poolTally
@@ -58,7 +61,7 @@ type poolStatusReconciler struct {
 // SetupWithManager registers the reconciler: pools (a spec change also re-judges the other pools
 // of the network, whose overlaps may change; a deletion or a finalizer change queues the pool
 // itself) and reservations, counted as they come and go.
-func (r *poolStatusReconciler) SetupWithManager(mgr ctrl.Manager) error {
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Client == nil || r.Metrics == nil {
 		return fmt.Errorf("pool status reconciler: Client and Metrics are required")
 	}
@@ -81,11 +84,11 @@ func (r *poolStatusReconciler) SetupWithManager(mgr ctrl.Manager) error {
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile keeps the pool's finalizer, computes its status and writes it when it changed.
-func (r *poolStatusReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	pool := &ipamv1.IPPool{}
 	if err := r.Client.Get(ctx, req.NamespacedName, pool); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.Metrics.forgetPool(req.Name)
+			r.Metrics.ForgetPool(req.Name)
 			r.forget(req.Name)
 			return ctrl.Result{}, nil
 		}
@@ -96,7 +99,7 @@ func (r *poolStatusReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		return ctrl.Result{}, err
 	}
 	if del.done {
-		r.Metrics.forgetPool(req.Name)
+		r.Metrics.ForgetPool(req.Name)
 		r.forget(req.Name)
 		return ctrl.Result{}, nil
 	}
@@ -105,14 +108,14 @@ func (r *poolStatusReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		res.RequeueAfter = deletionRecheck
 	}
 	var peers ipamv1.IPPoolList
-	if err := r.Client.List(ctx, &peers, client.MatchingFields{poolNetworkField: pool.Spec.NetworkName}); err != nil {
+	if err := r.Client.List(ctx, &peers, client.MatchingFields{index.PoolNetwork: pool.Spec.NetworkName}); err != nil {
 		return ctrl.Result{}, fmt.Errorf("failed to list the IPPools of network %q: %w", pool.Spec.NetworkName, err)
 	}
 	v := judgePool(pool, peers.Items, r.tally.count(pool.Name))
 	if v.capacity != nil {
-		r.Metrics.setPool(pool.Name, v.capacity, v.allocated, v.free())
+		r.Metrics.SetPool(pool.Name, v.capacity, v.allocated, v.free())
 	} else {
-		r.Metrics.forgetPool(pool.Name)
+		r.Metrics.ForgetPool(pool.Name)
 	}
 	updated := pool.DeepCopy()
 	applyVerdict(updated, v)
@@ -147,14 +150,14 @@ func deletionOrFinalizersChanged(e event.UpdateEvent) bool {
 }
 
 // poolsOfNetwork maps a pool event to that pool and every other pool of its network.
-func (r *poolStatusReconciler) poolsOfNetwork(ctx context.Context, obj client.Object) []reconcile.Request {
+func (r *Reconciler) poolsOfNetwork(ctx context.Context, obj client.Object) []reconcile.Request {
 	reqs := []reconcile.Request{{NamespacedName: types.NamespacedName{Name: obj.GetName()}}}
 	pool, ok := obj.(*ipamv1.IPPool)
 	if !ok {
 		return reqs
 	}
 	var peers ipamv1.IPPoolList
-	if err := r.Client.List(ctx, &peers, client.MatchingFields{poolNetworkField: pool.Spec.NetworkName}); err != nil {
+	if err := r.Client.List(ctx, &peers, client.MatchingFields{index.PoolNetwork: pool.Spec.NetworkName}); err != nil {
 		// The cache answers from memory; an error here means the index is missing, a setup bug
 		// that the pool's own reconcile reports.
 		return reqs
@@ -168,26 +171,26 @@ func (r *poolStatusReconciler) poolsOfNetwork(ctx context.Context, obj client.Ob
 }
 
 // untilNextWrite is how long the pool's status must wait before it may be written again.
-func (r *poolStatusReconciler) untilNextWrite(pool string) time.Duration {
+func (r *Reconciler) untilNextWrite(pool string) time.Duration {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	last, ok := r.lastWrite[pool]
 	if !ok {
 		return 0
 	}
-	return r.Interval - r.Now.now().Sub(last)
+	return r.Interval - r.Now.Now().Sub(last)
 }
 
-func (r *poolStatusReconciler) wrote(pool string) {
+func (r *Reconciler) wrote(pool string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.lastWrite == nil {
 		r.lastWrite = map[string]time.Time{}
 	}
-	r.lastWrite[pool] = r.Now.now()
+	r.lastWrite[pool] = r.Now.Now()
 }
 
-func (r *poolStatusReconciler) forget(pool string) {
+func (r *Reconciler) forget(pool string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.lastWrite, pool)

@@ -1,9 +1,8 @@
-package controller
+package poolstatus
 
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"strings"
 	"sync"
 	"testing"
@@ -13,14 +12,16 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/netpool/netpool/controller/internal/ctrltest"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
+	"github.com/netpool/netpool/test/poll"
 )
 
 func TestPoolStatusCountsExactlyAfterABurstOf500AddsAndDeletes(t *testing.T) {
-	f := newFixture(t, nil)
-	f.node("node-a")
-	pool := f.pool("burst", "10.10.0.0/22", "")
-	m := mustStartManager(t, nil, testOptions())
+	f := ctrltest.NewFixture(t, nil)
+	f.Node("node-a")
+	pool := f.Pool("burst", "10.10.0.0/22", "")
+	m := startManager(t, ctrltest.TestOptions())
 
 	// 500 operations from 25 workers, as ADDs and DELs would make them: 350 creates, and 150
 	// deletes each following the create of its address.
@@ -40,7 +41,7 @@ func TestPoolStatusCountsExactlyAfterABurstOf500AddsAndDeletes(t *testing.T) {
 	for range 25 {
 		wg.Go(func() {
 			for op := range work {
-				errs <- burstOp(pool.Name, op)
+				errs <- burstOp(f.C, pool.Name, op)
 			}
 		})
 	}
@@ -57,16 +58,16 @@ func TestPoolStatusCountsExactlyAfterABurstOf500AddsAndDeletes(t *testing.T) {
 	}
 
 	var list ipamv1.OverlappingRangeIPReservationList
-	if err := direct.List(context.Background(), &list); err != nil {
+	if err := f.C.List(context.Background(), &list); err != nil {
 		t.Fatal(err)
 	}
 	want := int64(len(list.Items))
 	if want != 200 {
 		t.Fatalf("the burst left %d reservations, want 200", want)
 	}
-	eventually(t, 10*time.Second, "status counts the reservations", func() error {
+	poll.Eventually(t, 10*time.Second, "status counts the reservations", func() error {
 		got := &ipamv1.IPPool{}
-		if err := direct.Get(context.Background(), client.ObjectKeyFromObject(pool), got); err != nil {
+		if err := f.C.Get(context.Background(), client.ObjectKeyFromObject(pool), got); err != nil {
 			return err
 		}
 		s := got.Status
@@ -76,79 +77,74 @@ func TestPoolStatusCountsExactlyAfterABurstOf500AddsAndDeletes(t *testing.T) {
 		return nil
 	})
 	labels := map[string]string{"pool": pool.Name}
-	if got := m.metric(t, "netpool_pool_allocated_addresses", labels); got != float64(want) {
+	if got := m.Metric(t, "netpool_pool_allocated_addresses", labels); got != float64(want) {
 		t.Errorf("netpool_pool_allocated_addresses = %v, want %d", got, want)
 	}
-	if got := m.metric(t, "netpool_pool_free_addresses", labels); got != float64(1022-want) {
+	if got := m.Metric(t, "netpool_pool_free_addresses", labels); got != float64(1022-want) {
 		t.Errorf("netpool_pool_free_addresses = %v, want %d", got, 1022-want)
 	}
 }
 
 // burstOp creates (op > 0) or deletes (op < 0) the reservation of address 10.10.0.0 + |op|. A
 // delete whose create has not happened yet waits for it, as a DEL follows its ADD.
-func burstOp(pool string, op int) error {
-	ctx := context.Background()
+func burstOp(c client.Client, pool string, op int) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
 	offset := op
 	if op < 0 {
 		offset = -op
 	}
 	addr := fmt.Sprintf("10.10.%d.%d", offset/256, offset%256)
-	r := newReservation(pool, addr, nil, "node-a")
+	r := ctrltest.NewReservation(pool, addr, nil, "node-a")
 	if op > 0 {
-		return direct.Create(ctx, r)
+		return c.Create(ctx, r)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		err := direct.Delete(ctx, r)
-		if err == nil || time.Now().After(deadline) {
-			return err
-		}
-		time.Sleep(time.Duration(rand.IntN(20)) * time.Millisecond)
-	}
+	return poll.Until(ctx, 10*time.Millisecond, func(ctx context.Context) error { return c.Delete(ctx, r) })
 }
 
 func TestPoolStatusConditions(t *testing.T) {
-	f := newFixture(t, nil)
-	f.node("node-a")
-	small := f.pool("small", "10.11.0.0/29", "") // 6 usable addresses
+	f := ctrltest.NewFixture(t, nil)
+	f.Node("node-a")
+	small := f.Pool("small", "10.11.0.0/29", "") // 6 usable addresses
 	empty := &ipamv1.IPPool{
 		ObjectMeta: metav1.ObjectMeta{Name: "all-excluded"},
 		Spec:       ipamv1.IPPoolSpec{Range: "10.12.0.0/30", Exclude: []string{"10.12.0.0/30"}},
 	}
-	f.create(empty)
-	wide := f.pool("blue-wide", "10.13.0.0/24", "blue")
-	narrow := f.pool("blue-narrow", "10.13.0.128/25", "blue")
-	other := f.pool("red-same", "10.13.0.0/24", "red")
-	mustStartManager(t, nil, testOptions())
+	f.Create(empty)
+	wide := f.Pool("blue-wide", "10.13.0.0/24", "blue")
+	narrow := f.Pool("blue-narrow", "10.13.0.128/25", "blue")
+	other := f.Pool("red-same", "10.13.0.0/24", "red")
+	startManager(t, ctrltest.TestOptions())
 
 	var reservations []client.Object
 	for i := 1; i <= 6; i++ {
-		reservations = append(reservations, f.reservation(small.Name, fmt.Sprintf("10.11.0.%d", i), nil, "node-a"))
+		reservations = append(reservations, f.Reservation(small.Name, fmt.Sprintf("10.11.0.%d", i), nil, "node-a"))
 	}
-	wantConditions(t, small, "Ready=False/PoolExhausted Exhausted=True/PoolExhausted Invalid=False/ValidSpec", "0 of 6 addresses free")
-	wantConditions(t, empty, "Ready=False/InvalidSpec Exhausted=True/PoolExhausted Invalid=True/InvalidSpec", "entirely excluded")
-	wantConditions(t, wide, "Ready=False/InvalidSpec Exhausted=False/AddressesAvailable Invalid=True/InvalidSpec", "overlaps IPPool blue-narrow")
-	wantConditions(t, narrow, "Ready=False/InvalidSpec Exhausted=False/AddressesAvailable Invalid=True/InvalidSpec", "overlaps IPPool blue-wide")
-	wantConditions(t, other, "Ready=True/Available Exhausted=False/AddressesAvailable Invalid=False/ValidSpec", "254 of 254 addresses free")
+	wantConditions(f, small, "Ready=False/PoolExhausted Exhausted=True/PoolExhausted Invalid=False/ValidSpec", "0 of 6 addresses free")
+	wantConditions(f, empty, "Ready=False/InvalidSpec Exhausted=True/PoolExhausted Invalid=True/InvalidSpec", "entirely excluded")
+	wantConditions(f, wide, "Ready=False/InvalidSpec Exhausted=False/AddressesAvailable Invalid=True/InvalidSpec", "overlaps IPPool blue-narrow")
+	wantConditions(f, narrow, "Ready=False/InvalidSpec Exhausted=False/AddressesAvailable Invalid=True/InvalidSpec", "overlaps IPPool blue-wide")
+	wantConditions(f, other, "Ready=True/Available Exhausted=False/AddressesAvailable Invalid=False/ValidSpec", "254 of 254 addresses free")
 
 	// A release frees an address; removing one of two overlapping pools makes the other valid.
-	if err := direct.Delete(context.Background(), reservations[0]); err != nil {
+	if err := f.C.Delete(context.Background(), reservations[0]); err != nil {
 		t.Fatal(err)
 	}
-	if err := direct.Delete(context.Background(), narrow); err != nil {
+	if err := f.C.Delete(context.Background(), narrow); err != nil {
 		t.Fatal(err)
 	}
-	wantConditions(t, small, "Ready=True/Available Exhausted=False/AddressesAvailable Invalid=False/ValidSpec", "1 of 6 addresses free")
-	wantConditions(t, wide, "Ready=True/Available Exhausted=False/AddressesAvailable Invalid=False/ValidSpec", "254 of 254")
+	wantConditions(f, small, "Ready=True/Available Exhausted=False/AddressesAvailable Invalid=False/ValidSpec", "1 of 6 addresses free")
+	wantConditions(f, wide, "Ready=True/Available Exhausted=False/AddressesAvailable Invalid=False/ValidSpec", "254 of 254")
 }
 
 // wantConditions waits until pool's conditions read want ("Type=Status/Reason ..." in the order
 // Ready, Exhausted, Invalid), all at the pool's generation, and Ready's message holds msg.
-func wantConditions(t *testing.T, pool *ipamv1.IPPool, want, msg string) {
+func wantConditions(f *ctrltest.Fixture, pool *ipamv1.IPPool, want, msg string) {
+	t := f.T
 	t.Helper()
-	eventually(t, 10*time.Second, "conditions of IPPool "+pool.Name, func() error {
+	poll.Eventually(t, 10*time.Second, "conditions of IPPool "+pool.Name, func() error {
 		got := &ipamv1.IPPool{}
-		if err := direct.Get(context.Background(), client.ObjectKeyFromObject(pool), got); err != nil {
+		if err := f.C.Get(context.Background(), client.ObjectKeyFromObject(pool), got); err != nil {
 			return err
 		}
 		var parts []string

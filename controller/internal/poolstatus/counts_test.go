@@ -1,12 +1,14 @@
-package controller
+package poolstatus
 
 import (
 	"testing"
 
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
+	"github.com/netpool/netpool/internal/ippool"
 )
 
-// TestStatusCountsAreTheReconcilersCounts: StatusCounts gives what a reconcile writes.
+// TestStatusCountsAreTheReconcilersCounts: the pool model's counts (which netpoolctl check
+// compares with) are what a reconcile writes.
 func TestStatusCountsAreTheReconcilersCounts(t *testing.T) {
 	tests := []struct {
 		name           string
@@ -22,14 +24,14 @@ func TestStatusCountsAreTheReconcilersCounts(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := &ipamv1.IPPool{Spec: tt.spec}
-			capacity, allocated, free := StatusCounts(p, tt.allocated)
+			capacity, allocated, free := ippool.CountsOf(p, tt.allocated).Status()
 			if capacity != tt.capacity || allocated != tt.allocated || free != tt.free {
-				t.Fatalf("StatusCounts = %s, %d, %s; want %s, %d, %s", capacity, allocated, free, tt.capacity, tt.allocated, tt.free)
+				t.Fatalf("counts %s, %d, %s; want %s, %d, %s", capacity, allocated, free, tt.capacity, tt.allocated, tt.free)
 			}
 			written := p.DeepCopy()
 			applyVerdict(written, judgePool(p, nil, tt.allocated))
 			if written.Status.Capacity != capacity || *written.Status.Allocated != allocated || written.Status.Free != free {
-				t.Fatalf("a reconcile writes %+v; StatusCounts says %s, %d, %s", written.Status, capacity, allocated, free)
+				t.Fatalf("a reconcile writes %+v; the pool model says %s, %d, %s", written.Status, capacity, allocated, free)
 			}
 		})
 	}

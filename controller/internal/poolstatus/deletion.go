@@ -1,4 +1,4 @@
-package controller
+package poolstatus
 
 import (
 	"context"
@@ -35,7 +35,7 @@ type poolDeletion struct {
 // reconcileDeletion puts IPPoolFinalizer on a pool that lacks it and, on a deleted pool, removes it
 // once no reservation names the pool, after deleting the pool's slices. Until then the pool stays
 // and the status says why (setDeletionBlocked).
-func (r *poolStatusReconciler) reconcileDeletion(ctx context.Context, pool *ipamv1.IPPool) (poolDeletion, error) {
+func (r *Reconciler) reconcileDeletion(ctx context.Context, pool *ipamv1.IPPool) (poolDeletion, error) {
 	if pool.DeletionTimestamp.IsZero() {
 		if controllerutil.ContainsFinalizer(pool, ipamv1.IPPoolFinalizer) {
 			return poolDeletion{}, nil
@@ -69,7 +69,7 @@ func (r *poolStatusReconciler) reconcileDeletion(ctx context.Context, pool *ipam
 // resourceVersion: a merge patch replaces the whole finalizers list, so an unconditional one could
 // drop a finalizer another party added meanwhile. pool is updated from the answer. A pool already
 // gone is no error.
-func (r *poolStatusReconciler) patchFinalizer(ctx context.Context, pool *ipamv1.IPPool,
+func (r *Reconciler) patchFinalizer(ctx context.Context, pool *ipamv1.IPPool,
 	edit func(client.Object, string) bool) error {
 	orig := pool.DeepCopy()
 	edit(pool, ipamv1.IPPoolFinalizer)
@@ -83,7 +83,7 @@ func (r *poolStatusReconciler) patchFinalizer(ctx context.Context, pool *ipamv1.
 // reservationsHeld reports whether any reservation names pool, asking the API server rather than
 // the cache: a cache that lags could show none while one exists, and letting the pool go then
 // would leave that reservation dangling.
-func (r *poolStatusReconciler) reservationsHeld(ctx context.Context, pool string) (bool, error) {
+func (r *Reconciler) reservationsHeld(ctx context.Context, pool string) (bool, error) {
 	var list ipamv1.OverlappingRangeIPReservationList
 	if err := r.live().List(ctx, &list, client.MatchingFields{specPoolField: pool}, client.Limit(1)); err != nil {
 		return false, fmt.Errorf("failed to list the reservations of IPPool %s: %w", pool, err)
@@ -93,7 +93,7 @@ func (r *poolStatusReconciler) reservationsHeld(ctx context.Context, pool string
 
 // deleteSlices deletes the slices of a pool that holds no reservation: they only steer the
 // allocation of a pool that is going away.
-func (r *poolStatusReconciler) deleteSlices(ctx context.Context, pool string) error {
+func (r *Reconciler) deleteSlices(ctx context.Context, pool string) error {
 	var list ipamv1.IPPoolSliceList
 	if err := r.live().List(ctx, &list, client.MatchingFields{specPoolField: pool}); err != nil {
 		return fmt.Errorf("failed to list the slices of IPPool %s: %w", pool, err)
@@ -107,7 +107,7 @@ func (r *poolStatusReconciler) deleteSlices(ctx context.Context, pool string) er
 	return nil
 }
 
-func (r *poolStatusReconciler) live() client.Reader {
+func (r *Reconciler) live() client.Reader {
 	if r.Live != nil {
 		return r.Live
 	}

@@ -1,4 +1,4 @@
-package controller
+package poolstatus
 
 import (
 	"context"
@@ -16,7 +16,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
+	"github.com/netpool/netpool/controller/internal/ctrltest"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
+	"github.com/netpool/netpool/test/poll"
 )
 
 // TestDeletingAPoolInUseWaitsForItsReservations deletes a pool that two reservations name: the
@@ -24,16 +26,16 @@ import (
 // Warning Event say why, until both are released; then the pool and its slices go. A pool that
 // holds nothing goes at once.
 func TestDeletingAPoolInUseWaitsForItsReservations(t *testing.T) {
-	f := newFixture(t, nil)
-	f.node("node-a")
-	held := f.pool("held", "10.21.0.0/29", "")
-	idle := f.pool("idle", "10.22.0.0/29", "")
-	mustStartManager(t, nil, testOptions())
+	f := ctrltest.NewFixture(t, nil)
+	f.Node("node-a")
+	held := f.Pool("held", "10.21.0.0/29", "")
+	idle := f.Pool("idle", "10.22.0.0/29", "")
+	startManager(t, ctrltest.TestOptions())
 
 	for _, p := range []*ipamv1.IPPool{held, idle} {
-		eventually(t, 10*time.Second, "the controller puts its finalizer on "+p.Name, func() error {
+		poll.Eventually(t, 10*time.Second, "the controller puts its finalizer on "+p.Name, func() error {
 			got := &ipamv1.IPPool{}
-			if err := direct.Get(context.Background(), client.ObjectKeyFromObject(p), got); err != nil {
+			if err := f.C.Get(context.Background(), client.ObjectKeyFromObject(p), got); err != nil {
 				return err
 			}
 			if !controllerutil.ContainsFinalizer(got, ipamv1.IPPoolFinalizer) {
@@ -42,21 +44,21 @@ func TestDeletingAPoolInUseWaitsForItsReservations(t *testing.T) {
 			return nil
 		})
 	}
-	r1 := f.reservation(held.Name, "10.21.0.1", nil, "node-a")
-	r2 := f.reservation(held.Name, "10.21.0.2", nil, "node-a")
-	slice := f.slice(held.Name, 0, "10.21.0.0/29", "node-a")
+	r1 := f.Reservation(held.Name, "10.21.0.1", nil, "node-a")
+	r2 := f.Reservation(held.Name, "10.21.0.2", nil, "node-a")
+	slice := f.Slice(held.Name, 0, "10.21.0.0/29", "node-a")
 
-	if err := direct.Delete(context.Background(), idle); err != nil {
+	if err := f.C.Delete(context.Background(), idle); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "a pool that holds nothing goes at once", gone(idle))
+	poll.Eventually(t, 10*time.Second, "a pool that holds nothing goes at once", f.Gone(idle))
 
-	if err := direct.Delete(context.Background(), held); err != nil {
+	if err := f.C.Delete(context.Background(), held); err != nil {
 		t.Fatalf("deleting a pool in use: %v, want accepted (it waits)", err)
 	}
-	eventually(t, 10*time.Second, "the deleted pool says why it waits", func() error {
+	poll.Eventually(t, 10*time.Second, "the deleted pool says why it waits", func() error {
 		got := &ipamv1.IPPool{}
-		if err := direct.Get(context.Background(), client.ObjectKeyFromObject(held), got); err != nil {
+		if err := f.C.Get(context.Background(), client.ObjectKeyFromObject(held), got); err != nil {
 			return err
 		}
 		if got.DeletionTimestamp.IsZero() {
@@ -73,21 +75,21 @@ func TestDeletingAPoolInUseWaitsForItsReservations(t *testing.T) {
 		}
 		return nil
 	})
-	eventually(t, 5*time.Second, "a Warning Event on the pool says why deletion waits", func() error {
-		return wantEvent(t, held.UID, corev1.EventTypeWarning, EventPoolDeletionBlocked, "IPPool held", "2 held", ipamv1.IPPoolFinalizer)
+	poll.Eventually(t, 5*time.Second, "a Warning Event on the pool says why deletion waits", func() error {
+		return f.WantEvent(held.UID, corev1.EventTypeWarning, EventPoolDeletionBlocked, "IPPool held", "2 held", ipamv1.IPPoolFinalizer)
 	})
 
 	// One release is not enough; the second lets the pool and its slice go.
-	if err := direct.Delete(context.Background(), r1); err != nil {
+	if err := f.C.Delete(context.Background(), r1); err != nil {
 		t.Fatal(err)
 	}
-	consistently(t, time.Second, "the pool stays while a reservation names it", exists(held))
-	if err := direct.Delete(context.Background(), r2); err != nil {
+	poll.Consistently(t, time.Second, "the pool stays while a reservation names it", f.Exists(held))
+	if err := f.C.Delete(context.Background(), r2); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "the pool goes with its last reservation", gone(held))
-	eventually(t, 5*time.Second, "its slice goes with it", gone(slice))
-	if n := len(eventsFor(t, held.UID, corev1.EventTypeWarning, EventPoolDeletionBlocked)); n != 1 {
+	poll.Eventually(t, 10*time.Second, "the pool goes with its last reservation", f.Gone(held))
+	poll.Eventually(t, 5*time.Second, "its slice goes with it", f.Gone(slice))
+	if n := len(f.EventsFor(held.UID, corev1.EventTypeWarning, EventPoolDeletionBlocked)); n != 1 {
 		t.Errorf("%d DeletionBlocked Events, want 1", n)
 	}
 }
@@ -96,45 +98,45 @@ func TestDeletingAPoolInUseWaitsForItsReservations(t *testing.T) {
 // and no second one follows while it stays exhausted (even as its counts change). When it frees
 // an address and fills again, that is a second transition, reported again.
 func TestPoolTurningExhaustedIsAWarningEvent(t *testing.T) {
-	f := newFixture(t, nil)
-	f.node("node-a")
-	small := f.pool("fills", "10.23.0.0/29", "") // 6 usable addresses
-	mustStartManager(t, nil, testOptions())
+	f := ctrltest.NewFixture(t, nil)
+	f.Node("node-a")
+	small := f.Pool("fills", "10.23.0.0/29", "") // 6 usable addresses
+	startManager(t, ctrltest.TestOptions())
 
 	var held []client.Object
 	for i := 1; i <= 6; i++ {
-		held = append(held, f.reservation(small.Name, fmt.Sprintf("10.23.0.%d", i), nil, "node-a"))
+		held = append(held, f.Reservation(small.Name, fmt.Sprintf("10.23.0.%d", i), nil, "node-a"))
 	}
-	eventually(t, 10*time.Second, "a Warning Event says the pool is exhausted", func() error {
-		return wantEvent(t, small.UID, corev1.EventTypeWarning, EventPoolExhausted,
+	poll.Eventually(t, 10*time.Second, "a Warning Event says the pool is exhausted", func() error {
+		return f.WantEvent(small.UID, corev1.EventTypeWarning, EventPoolExhausted,
 			"IPPool fills is exhausted: 0 of 6 addresses free (6 allocated)", "code 100")
 	})
 	// Over capacity (an operator's hand-made reservation): the counts change, the pool stays
 	// exhausted, and no second Event is recorded (the recorder would make it a series of 2).
-	held = append(held, f.reservation(small.Name, "10.23.0.7", nil, "node-a"))
-	wantConditions(t, small, "Ready=False/PoolExhausted Exhausted=True/PoolExhausted Invalid=False/ValidSpec", "(7 allocated)")
-	consistently(t, time.Second, "one Event while the pool stays exhausted", func() error {
-		return wantExhaustedEvents(t, small.UID, 1)
+	held = append(held, f.Reservation(small.Name, "10.23.0.7", nil, "node-a"))
+	wantConditions(f, small, "Ready=False/PoolExhausted Exhausted=True/PoolExhausted Invalid=False/ValidSpec", "(7 allocated)")
+	poll.Consistently(t, time.Second, "one Event while the pool stays exhausted", func() error {
+		return wantExhaustedEvents(f, small.UID, 1)
 	})
 
 	for _, r := range held[5:] {
-		if err := direct.Delete(context.Background(), r); err != nil {
+		if err := f.C.Delete(context.Background(), r); err != nil {
 			t.Fatal(err)
 		}
 	}
-	wantConditions(t, small, "Ready=True/Available Exhausted=False/AddressesAvailable Invalid=False/ValidSpec", "1 of 6 addresses free")
-	f.reservation(small.Name, "10.23.0.6", nil, "node-a")
-	eventually(t, 10*time.Second, "filling again is reported again", func() error {
-		return wantExhaustedEvents(t, small.UID, 2)
+	wantConditions(f, small, "Ready=True/Available Exhausted=False/AddressesAvailable Invalid=False/ValidSpec", "1 of 6 addresses free")
+	f.Reservation(small.Name, "10.23.0.6", nil, "node-a")
+	poll.Eventually(t, 10*time.Second, "filling again is reported again", func() error {
+		return wantExhaustedEvents(f, small.UID, 2)
 	})
 }
 
 // wantExhaustedEvents checks that the PoolExhausted Events about uid count n occurrences: the
 // Event's series count, or 1 for an Event without a series.
-func wantExhaustedEvents(t *testing.T, uid types.UID, n int32) error {
-	t.Helper()
+func wantExhaustedEvents(f *ctrltest.Fixture, uid types.UID, n int32) error {
+	f.T.Helper()
 	var list eventsv1.EventList
-	if err := direct.List(context.Background(), &list); err != nil {
+	if err := f.C.List(context.Background(), &list); err != nil {
 		return err
 	}
 	var got int32

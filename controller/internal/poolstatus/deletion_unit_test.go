@@ -1,4 +1,4 @@
-package controller
+package poolstatus
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
+	"github.com/netpool/netpool/controller/internal/ctrltest"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
 )
 
@@ -25,7 +26,7 @@ func TestPoolDeletionFailures(t *testing.T) {
 	deleted.DeletionTimestamp = &now
 	slice := &ipamv1.IPPoolSlice{ObjectMeta: metav1.ObjectMeta{Name: "p.0"}, Spec: ipamv1.IPPoolSliceSpec{Pool: "p", Range: "10.0.0.0/26", Node: "n"}}
 	failPatch := interceptor.Funcs{Patch: func(context.Context, client.WithWatch, client.Object, client.Patch, ...client.PatchOption) error {
-		return errExpected
+		return ctrltest.ErrExpected
 	}}
 	tests := []struct {
 		name    string
@@ -40,25 +41,25 @@ func TestPoolDeletionFailures(t *testing.T) {
 		{name: "listing the reservations", pool: deleted, wantErr: "failed to list the reservations of IPPool p: injected failure",
 			funcs: interceptor.Funcs{List: func(_ context.Context, c client.WithWatch, l client.ObjectList, opts ...client.ListOption) error {
 				if _, ok := l.(*ipamv1.OverlappingRangeIPReservationList); ok {
-					return errExpected
+					return ctrltest.ErrExpected
 				}
 				return c.List(context.Background(), l, opts...)
 			}}},
 		{name: "listing the slices", pool: deleted, wantErr: "failed to list the slices of IPPool p: injected failure",
 			funcs: interceptor.Funcs{List: func(_ context.Context, c client.WithWatch, l client.ObjectList, opts ...client.ListOption) error {
 				if _, ok := l.(*ipamv1.IPPoolSliceList); ok {
-					return errExpected
+					return ctrltest.ErrExpected
 				}
 				return c.List(context.Background(), l, opts...)
 			}}},
 		{name: "deleting a slice", pool: deleted, wantErr: "failed to delete slice p.0 of the deleted IPPool p: injected failure",
 			funcs: interceptor.Funcs{Delete: func(context.Context, client.WithWatch, client.Object, ...client.DeleteOption) error {
-				return errExpected
+				return ctrltest.ErrExpected
 			}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := newStatusReconciler(t, fakeClient(t, tt.funcs, tt.pool.DeepCopy(), slice.DeepCopy()), newClock())
+			r := newStatusReconciler(t, ctrltest.FakeClient(t, tt.funcs, tt.pool.DeepCopy(), slice.DeepCopy()), ctrltest.NewClock())
 			_, err := r.Reconcile(context.Background(), poolRequest("p"))
 			if err == nil || err.Error() != tt.wantErr {
 				t.Fatalf("error %v, want %q", err, tt.wantErr)
@@ -71,9 +72,9 @@ func TestPoolDeletionHeldByAReservation(t *testing.T) {
 	now := metav1.Now()
 	pool := &ipamv1.IPPool{ObjectMeta: metav1.ObjectMeta{Name: "p", Generation: 1, Finalizers: []string{ipamv1.IPPoolFinalizer},
 		DeletionTimestamp: &now}, Spec: ipamv1.IPPoolSpec{Range: "10.0.0.0/24"}}
-	rec := &fakeRecorder{}
-	c := fakeClient(t, interceptor.Funcs{}, pool, newReservation("p", "10.0.0.7", nil, "n"))
-	r := newStatusReconciler(t, c, newClock())
+	rec := &ctrltest.FakeRecorder{}
+	c := ctrltest.FakeClient(t, interceptor.Funcs{}, pool, ctrltest.NewReservation("p", "10.0.0.7", nil, "n"))
+	r := newStatusReconciler(t, c, ctrltest.NewClock())
 	r.Recorder = rec
 	r.tally.add("p", 1)
 	res, err := r.Reconcile(context.Background(), poolRequest("p"))
@@ -87,9 +88,9 @@ func TestPoolDeletionHeldByAReservation(t *testing.T) {
 	if !meta.IsStatusConditionTrue(got.Status.Conditions, ipamv1.IPPoolDeletionBlockedCondition) {
 		t.Fatalf("conditions %+v, want DeletionBlocked", got.Status.Conditions)
 	}
-	evs := rec.all()
-	if len(evs) != 1 || evs[0].reason != EventPoolDeletionBlocked || evs[0].eventType != corev1.EventTypeWarning ||
-		!strings.Contains(evs[0].note, "1 held") {
+	evs := rec.All()
+	if len(evs) != 1 || evs[0].Reason != EventPoolDeletionBlocked || evs[0].EventType != corev1.EventTypeWarning ||
+		!strings.Contains(evs[0].Note, "1 held") {
 		t.Fatalf("events %+v, want one DeletionBlocked Warning", evs)
 	}
 }
@@ -115,14 +116,14 @@ func TestRecordTransitions(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rec := &fakeRecorder{}
+			rec := &ctrltest.FakeRecorder{}
 			recordTransitions(rec, nil, tt.before, tt.after)
 			var got []string
-			for _, e := range rec.all() {
-				if e.eventType != corev1.EventTypeWarning {
-					t.Errorf("event type %s", e.eventType)
+			for _, e := range rec.All() {
+				if e.EventType != corev1.EventTypeWarning {
+					t.Errorf("event type %s", e.EventType)
 				}
-				got = append(got, e.reason+": "+e.note)
+				got = append(got, e.Reason+": "+e.Note)
 			}
 			if strings.Join(got, "\n") != strings.Join(tt.want, "\n") {
 				t.Fatalf("events %q, want %q", got, tt.want)
@@ -133,16 +134,16 @@ func TestRecordTransitions(t *testing.T) {
 
 	// A stale cache shows the reconciler its old status twice: the memo reports the turn once,
 	// and again only after the condition was seen False.
-	rec, memo := &fakeRecorder{}, &transitionMemo{}
+	rec, memo := &ctrltest.FakeRecorder{}, &transitionMemo{}
 	for range 2 {
 		recordTransitions(rec, memo, withConditions(available), withConditions(exhausted))
 	}
-	if n := len(rec.all()); n != 1 {
+	if n := len(rec.All()); n != 1 {
 		t.Fatalf("a stale before twice: %d Events, want 1", n)
 	}
 	recordTransitions(rec, memo, withConditions(exhausted), withConditions(available))
 	recordTransitions(rec, memo, withConditions(available), withConditions(exhausted))
-	if n := len(rec.all()); n != 2 {
+	if n := len(rec.All()); n != 2 {
 		t.Fatalf("after recovering and filling again: %d Events, want 2", n)
 	}
 }

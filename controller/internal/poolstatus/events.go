@@ -1,4 +1,4 @@
-package controller
+package poolstatus
 
 import (
 	"sync"
@@ -10,6 +10,19 @@ import (
 
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
 )
+
+// Event reasons on IPPools (cluster-scoped, so their Events land in the default namespace).
+const (
+	// EventPoolExhausted (Warning): the pool's last free address was taken; ADDs from it fail with
+	// code 100 until one is released. Recorded once each time the pool turns Exhausted.
+	EventPoolExhausted = "PoolExhausted"
+	// EventPoolDeletionBlocked (Warning): the pool was deleted while reservations name it; it
+	// stays until they are released. Recorded once per deletion.
+	EventPoolDeletionBlocked = "DeletionBlocked"
+)
+
+// actionStatus is the action of the pool Events (events.k8s.io/v1 requires one).
+const actionStatus = "UpdateStatus"
 
 // poolTransitionEvents are the Warning Events recorded when a pool's condition turns True: the
 // people who own the pool learn of it from `kubectl describe` and `kubectl get events`, not only

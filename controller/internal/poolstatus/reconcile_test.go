@@ -1,9 +1,8 @@
-package controller
+package poolstatus
 
 import (
 	"context"
 	"math/big"
-	"strings"
 	"testing"
 	"time"
 
@@ -15,14 +14,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	"github.com/netpool/netpool/controller/internal/ctrltest"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
 )
 
 // The pool status reconciler's error paths and write throttle, over a fake client.
 
-func newStatusReconciler(t *testing.T, c client.Client, clk *clock) *poolStatusReconciler {
+func newStatusReconciler(t *testing.T, c client.Client, clk *ctrltest.Clock) *Reconciler {
 	t.Helper()
-	return &poolStatusReconciler{Client: c, Metrics: mustMetrics(t), Interval: time.Second, Now: clk.Now, tally: newPoolTally()}
+	return &Reconciler{Client: c, Metrics: ctrltest.MustMetrics(t), Interval: time.Second, Now: clk.Now, tally: newPoolTally()}
 }
 
 func poolRequest(name string) ctrl.Request {
@@ -39,15 +39,15 @@ func TestPoolStatusReconcileFailures(t *testing.T) {
 	}{
 		{name: "get", wantErr: "failed to get IPPool p: injected failure",
 			funcs: interceptor.Funcs{Get: func(context.Context, client.WithWatch, client.ObjectKey, client.Object, ...client.GetOption) error {
-				return errExpected
+				return ctrltest.ErrExpected
 			}}},
 		{name: "list peers", wantErr: `failed to list the IPPools of network "": injected failure`,
 			funcs: interceptor.Funcs{List: func(context.Context, client.WithWatch, client.ObjectList, ...client.ListOption) error {
-				return errExpected
+				return ctrltest.ErrExpected
 			}}},
 		{name: "status write", wantErr: "failed to update the status of IPPool p: injected failure",
 			funcs: interceptor.Funcs{SubResourcePatch: func(context.Context, client.Client, string, client.Object, client.Patch, ...client.SubResourcePatchOption) error {
-				return errExpected
+				return ctrltest.ErrExpected
 			}}},
 		{name: "deleted before the status write is no error",
 			funcs: interceptor.Funcs{SubResourcePatch: func(context.Context, client.Client, string, client.Object, client.Patch, ...client.SubResourcePatchOption) error {
@@ -56,7 +56,7 @@ func TestPoolStatusReconcileFailures(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := newStatusReconciler(t, fakeClient(t, tt.funcs, pool.DeepCopy()), newClock())
+			r := newStatusReconciler(t, ctrltest.FakeClient(t, tt.funcs, pool.DeepCopy()), ctrltest.NewClock())
 			_, err := r.Reconcile(context.Background(), poolRequest("p"))
 			if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || err.Error() != tt.wantErr) {
 				t.Fatalf("error %v, want %q", err, tt.wantErr)
@@ -68,11 +68,11 @@ func TestPoolStatusReconcileFailures(t *testing.T) {
 func TestPoolStatusWritesAtMostOncePerInterval(t *testing.T) {
 	pool := &ipamv1.IPPool{ObjectMeta: metav1.ObjectMeta{Name: "p", Generation: 1}, Spec: ipamv1.IPPoolSpec{Range: "10.0.0.0/29"}}
 	writes := 0
-	c := fakeClient(t, interceptor.Funcs{SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+	c := ctrltest.FakeClient(t, interceptor.Funcs{SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
 		writes++
 		return c.SubResource(sub).Patch(ctx, obj, p, opts...)
 	}}, pool)
-	clk := newClock()
+	clk := ctrltest.NewClock()
 	r := newStatusReconciler(t, c, clk)
 	ctx := context.Background()
 	mustReconcile := func(want ctrl.Result) {
@@ -86,12 +86,12 @@ func TestPoolStatusWritesAtMostOncePerInterval(t *testing.T) {
 	mustReconcile(ctrl.Result{})
 	mustReconcile(ctrl.Result{}) // nothing changed: no write
 	r.tally.add("p", 1)
-	clk.advance(300 * time.Millisecond)
+	clk.Advance(300 * time.Millisecond)
 	mustReconcile(ctrl.Result{RequeueAfter: 700 * time.Millisecond}) // changed, but written a moment ago
 	if writes != 1 {
 		t.Fatalf("%d status writes, want 1", writes)
 	}
-	clk.advance(700 * time.Millisecond)
+	clk.Advance(700 * time.Millisecond)
 	mustReconcile(ctrl.Result{})
 	got := &ipamv1.IPPool{}
 	if err := c.Get(ctx, client.ObjectKey{Name: "p"}, got); err != nil {
@@ -100,7 +100,7 @@ func TestPoolStatusWritesAtMostOncePerInterval(t *testing.T) {
 	if writes != 2 || *got.Status.Allocated != 1 || got.Status.Free != "5" {
 		t.Fatalf("%d writes, status %+v; want 2 writes and 1 allocated, 5 free", writes, got.Status)
 	}
-	if v := value(t, r.Metrics.PoolFree.WithLabelValues("p")); v != 5 {
+	if v := ctrltest.Value(t, r.Metrics.PoolFree.WithLabelValues("p")); v != 5 {
 		t.Fatalf("free gauge %v, want 5", v)
 	}
 
@@ -109,7 +109,7 @@ func TestPoolStatusWritesAtMostOncePerInterval(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustReconcile(ctrl.Result{})
-	if n := series(r.Metrics.PoolCapacity); n != 0 {
+	if n := ctrltest.Series(r.Metrics.PoolCapacity); n != 0 {
 		t.Fatalf("%d capacity series after the pool went, want 0", n)
 	}
 	if len(r.lastWrite) != 0 {
@@ -119,12 +119,12 @@ func TestPoolStatusWritesAtMostOncePerInterval(t *testing.T) {
 
 func TestPoolStatusOfAnUnparsablePoolDropsItsCapacitySeries(t *testing.T) {
 	pool := &ipamv1.IPPool{ObjectMeta: metav1.ObjectMeta{Name: "p", Generation: 1}, Spec: ipamv1.IPPoolSpec{Range: "10.0.0.0/24", Gateway: "gw"}}
-	r := newStatusReconciler(t, fakeClient(t, interceptor.Funcs{}, pool), newClock())
-	r.Metrics.setPool("p", big.NewInt(1), 0, big.NewInt(1))
+	r := newStatusReconciler(t, ctrltest.FakeClient(t, interceptor.Funcs{}, pool), ctrltest.NewClock())
+	r.Metrics.SetPool("p", big.NewInt(1), 0, big.NewInt(1))
 	if _, err := r.Reconcile(context.Background(), poolRequest("p")); err != nil {
 		t.Fatal(err)
 	}
-	if n := series(r.Metrics.PoolCapacity); n != 0 {
+	if n := ctrltest.Series(r.Metrics.PoolCapacity); n != 0 {
 		t.Fatalf("an unparsable pool kept %d capacity series", n)
 	}
 }
@@ -133,25 +133,17 @@ func TestPoolsOfNetwork(t *testing.T) {
 	blue1 := &ipamv1.IPPool{ObjectMeta: metav1.ObjectMeta{Name: "blue-1"}, Spec: ipamv1.IPPoolSpec{Range: "10.0.0.0/24", NetworkName: "blue"}}
 	blue2 := &ipamv1.IPPool{ObjectMeta: metav1.ObjectMeta{Name: "blue-2"}, Spec: ipamv1.IPPoolSpec{Range: "10.0.1.0/24", NetworkName: "blue"}}
 	red := &ipamv1.IPPool{ObjectMeta: metav1.ObjectMeta{Name: "red"}, Spec: ipamv1.IPPoolSpec{Range: "10.0.0.0/24", NetworkName: "red"}}
-	r := newStatusReconciler(t, fakeClient(t, interceptor.Funcs{}, blue1, blue2, red), newClock())
-	if got := requestNames(r.poolsOfNetwork(context.Background(), blue1)); got != "blue-1 blue-2" {
+	r := newStatusReconciler(t, ctrltest.FakeClient(t, interceptor.Funcs{}, blue1, blue2, red), ctrltest.NewClock())
+	if got := ctrltest.RequestNames(r.poolsOfNetwork(context.Background(), blue1)); got != "blue-1 blue-2" {
 		t.Fatalf("requests %q, want the blue pools", got)
 	}
-	failing := newStatusReconciler(t, fakeClient(t, interceptor.Funcs{List: func(context.Context, client.WithWatch, client.ObjectList, ...client.ListOption) error {
-		return errExpected
-	}}), newClock())
-	if got := requestNames(failing.poolsOfNetwork(context.Background(), blue1)); got != "blue-1" {
+	failing := newStatusReconciler(t, ctrltest.FakeClient(t, interceptor.Funcs{List: func(context.Context, client.WithWatch, client.ObjectList, ...client.ListOption) error {
+		return ctrltest.ErrExpected
+	}}), ctrltest.NewClock())
+	if got := ctrltest.RequestNames(failing.poolsOfNetwork(context.Background(), blue1)); got != "blue-1" {
 		t.Fatalf("requests %q after a list error, want the pool itself", got)
 	}
-	if err := (&poolStatusReconciler{}).SetupWithManager(nil); err == nil {
+	if err := (&Reconciler{}).SetupWithManager(nil); err == nil {
 		t.Fatal("SetupWithManager without a client succeeded")
 	}
-}
-
-func requestNames(reqs []ctrl.Request) string {
-	var names []string
-	for _, r := range reqs {
-		names = append(names, r.Name)
-	}
-	return strings.Join(names, " ")
 }

@@ -1,4 +1,4 @@
-package controller
+package poolstatus
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/netpool/netpool/controller/internal/ctrltest"
 )
 
 func TestPoolTallyCountsEventsAndQueuesThePool(t *testing.T) {
@@ -16,8 +18,8 @@ func TestPoolTallyCountsEventsAndQueuesThePool(t *testing.T) {
 	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
 	defer q.ShutDown()
 	ctx := context.Background()
-	a1, a2 := newReservation("a", "10.0.0.1", nil, "n"), newReservation("a", "10.0.0.2", nil, "n")
-	b1 := newReservation("b", "10.0.1.1", nil, "n")
+	a1, a2 := ctrltest.NewReservation("a", "10.0.0.1", nil, "n"), ctrltest.NewReservation("a", "10.0.0.2", nil, "n")
+	b1 := ctrltest.NewReservation("b", "10.0.1.1", nil, "n")
 
 	h.Create(ctx, event.CreateEvent{Object: a1, IsInInitialList: true}, q)
 	h.Create(ctx, event.CreateEvent{Object: a2}, q)
@@ -39,7 +41,7 @@ func TestPoolTallyCountsEventsAndQueuesThePool(t *testing.T) {
 	}
 	// Objects that are not reservations, or have no pool, are not counted.
 	h.Create(ctx, event.CreateEvent{Object: &corev1.Pod{}}, q)
-	h.Create(ctx, event.CreateEvent{Object: newReservation("", "10.0.0.9", nil, "n")}, q)
+	h.Create(ctx, event.CreateEvent{Object: ctrltest.NewReservation("", "10.0.0.9", nil, "n")}, q)
 	h.Update(ctx, event.UpdateEvent{ObjectOld: &corev1.Pod{}, ObjectNew: a2}, q)
 	h.Delete(ctx, event.DeleteEvent{Object: &corev1.Pod{}}, q)
 	if len(tally.counts) != 1 || tally.count("a") != 1 {

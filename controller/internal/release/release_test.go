@@ -1,8 +1,7 @@
-package controller
+package release_test
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 
@@ -13,6 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	"github.com/netpool/netpool/controller/internal/ctrltest"
+	"github.com/netpool/netpool/controller/internal/release"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
 	"github.com/netpool/netpool/internal/gcpolicy"
 )
@@ -32,31 +33,31 @@ func TestReleaseDeletesReportsAndCounts(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			res := newReservation("p", "10.0.0.5", pod, "n")
+			res := ctrltest.NewReservation("p", "10.0.0.5", pod, "n")
 			res.UID = "res-uid"
 			objs := []client.Object{res}
 			for _, p := range tt.objs {
 				objs = append(objs, p.DeepCopy())
 			}
-			c := fakeClient(t, interceptor.Funcs{}, objs...)
-			rec, m := &fakeRecorder{}, mustMetrics(t)
-			rl := &releaser{client: c, recorder: rec, metrics: m}
-			if err := rl.release(context.Background(), res, gcpolicy.ReasonPodDeleted, "pod ns/web no longer exists", tt.pod); err != nil {
+			c := ctrltest.FakeClient(t, interceptor.Funcs{}, objs...)
+			rec, m := &ctrltest.FakeRecorder{}, ctrltest.MustMetrics(t)
+			rl := &release.Releaser{Client: c, Recorder: rec, Metrics: m}
+			if err := rl.Release(context.Background(), res, gcpolicy.ReasonPodDeleted, "pod ns/web no longer exists", tt.pod); err != nil {
 				t.Fatal(err)
 			}
 			if err := c.Get(context.Background(), client.ObjectKeyFromObject(res), res.DeepCopy()); !apierrors.IsNotFound(err) {
 				t.Fatalf("the reservation still exists: %v", err)
 			}
-			evs := rec.all()
-			if len(evs) != 1 || typeName(evs[0].regarding) != tt.wantRegarding || evs[0].reason != EventAddressReleased ||
-				evs[0].eventType != corev1.EventTypeWarning {
-				t.Fatalf("events %+v, want one %s Warning about a %s", evs, EventAddressReleased, tt.wantRegarding)
+			evs := rec.All()
+			if len(evs) != 1 || ctrltest.TypeName(evs[0].Regarding) != tt.wantRegarding || evs[0].Reason != release.EventAddressReleased ||
+				evs[0].EventType != corev1.EventTypeWarning {
+				t.Fatalf("events %+v, want one %s Warning about a %s", evs, release.EventAddressReleased, tt.wantRegarding)
 			}
 			const wantNote = "Released 10.0.0.5 of IPPool p (reservation p.10.0.0.5, container c10005, interface net1): pod ns/web no longer exists"
-			if evs[0].note != wantNote {
-				t.Fatalf("note %q, want %q", evs[0].note, wantNote)
+			if evs[0].Note != wantNote {
+				t.Fatalf("note %q, want %q", evs[0].Note, wantNote)
 			}
-			if got := value(t, m.Releases.WithLabelValues(gcpolicy.ReasonPodDeleted, "false")); got != 1 {
+			if got := ctrltest.Value(t, m.Releases.WithLabelValues(gcpolicy.ReasonPodDeleted, "false")); got != 1 {
 				t.Fatalf("releases = %v, want 1", got)
 			}
 		})
@@ -71,40 +72,40 @@ func TestReleaseFailures(t *testing.T) {
 		wantErr string
 	}{
 		{name: "already released", err: apierrors.NewNotFound(gr, "x")},
-		{name: "claimed anew under the same name", err: apierrors.NewConflict(gr, "x", errExpected)},
-		{name: "the API server fails", err: errExpected, wantErr: "failed to release reservation p.10.0.0.5 (10.0.0.5 of IPPool p): injected failure"},
+		{name: "claimed anew under the same name", err: apierrors.NewConflict(gr, "x", ctrltest.ErrExpected)},
+		{name: "the API server fails", err: ctrltest.ErrExpected, wantErr: "failed to release reservation p.10.0.0.5 (10.0.0.5 of IPPool p): injected failure"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			res := newReservation("p", "10.0.0.5", nil, "n")
-			c := fakeClient(t, interceptor.Funcs{Delete: func(context.Context, client.WithWatch, client.Object, ...client.DeleteOption) error {
+			res := ctrltest.NewReservation("p", "10.0.0.5", nil, "n")
+			c := ctrltest.FakeClient(t, interceptor.Funcs{Delete: func(context.Context, client.WithWatch, client.Object, ...client.DeleteOption) error {
 				return tt.err
 			}}, res)
-			rec, m := &fakeRecorder{}, mustMetrics(t)
-			rl := &releaser{client: c, recorder: rec, metrics: m}
-			err := rl.release(context.Background(), res, gcpolicy.ReasonPodDeleted, "d", nil)
+			rec, m := &ctrltest.FakeRecorder{}, ctrltest.MustMetrics(t)
+			rl := &release.Releaser{Client: c, Recorder: rec, Metrics: m}
+			err := rl.Release(context.Background(), res, gcpolicy.ReasonPodDeleted, "d", nil)
 			if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || err.Error() != tt.wantErr) {
 				t.Fatalf("error %v, want %q", err, tt.wantErr)
 			}
-			if len(rec.all()) != 0 || series(m.Releases) != 0 {
-				t.Fatalf("a release that did not happen was reported: %+v", rec.all())
+			if len(rec.All()) != 0 || ctrltest.Series(m.Releases) != 0 {
+				t.Fatalf("a release that did not happen was reported: %+v", rec.All())
 			}
 		})
 	}
 }
 
 func TestReleaseIsConditionalOnTheUID(t *testing.T) {
-	res := newReservation("p", "10.0.0.5", nil, "n")
+	res := ctrltest.NewReservation("p", "10.0.0.5", nil, "n")
 	res.UID = "old"
 	var preconditions *metav1.Preconditions
-	c := fakeClient(t, interceptor.Funcs{Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+	c := ctrltest.FakeClient(t, interceptor.Funcs{Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
 		o := &client.DeleteOptions{}
 		o.ApplyOptions(opts)
 		preconditions = o.Preconditions
 		return c.Delete(ctx, obj, opts...)
 	}}, res)
-	rl := &releaser{client: c, recorder: &fakeRecorder{}, metrics: mustMetrics(t)}
-	if err := rl.release(context.Background(), res, gcpolicy.ReasonPodDeleted, "d", nil); err != nil {
+	rl := &release.Releaser{Client: c, Recorder: &ctrltest.FakeRecorder{}, Metrics: ctrltest.MustMetrics(t)}
+	if err := rl.Release(context.Background(), res, gcpolicy.ReasonPodDeleted, "d", nil); err != nil {
 		t.Fatal(err)
 	}
 	if preconditions == nil || preconditions.UID == nil || *preconditions.UID != "old" {
@@ -113,31 +114,31 @@ func TestReleaseIsConditionalOnTheUID(t *testing.T) {
 }
 
 func TestDryRunReportsEachLeakOnceAndDeletesNothing(t *testing.T) {
-	res := newReservation("p", "10.0.0.5", nil, "n")
+	res := ctrltest.NewReservation("p", "10.0.0.5", nil, "n")
 	res.UID = "u"
 	sl := &ipamv1.IPPoolSlice{ObjectMeta: metav1.ObjectMeta{Name: "p.0", UID: "s"}, Spec: ipamv1.IPPoolSliceSpec{Pool: "p", Range: "10.0.0.0/28", Node: "n"}}
-	c := fakeClient(t, interceptor.Funcs{Delete: func(context.Context, client.WithWatch, client.Object, ...client.DeleteOption) error {
+	c := ctrltest.FakeClient(t, interceptor.Funcs{Delete: func(context.Context, client.WithWatch, client.Object, ...client.DeleteOption) error {
 		t.Error("a dry run deleted something")
 		return nil
 	}}, res, sl)
-	rec, m := &fakeRecorder{}, mustMetrics(t)
-	rl := &releaser{client: c, recorder: rec, metrics: m, dryRun: true}
+	rec, m := &ctrltest.FakeRecorder{}, ctrltest.MustMetrics(t)
+	rl := &release.Releaser{Client: c, Recorder: rec, Metrics: m, DryRun: true}
 	for range 3 {
-		if err := rl.release(context.Background(), res, gcpolicy.ReasonPodFinished, "pod ns/web has Succeeded", nil); err != nil {
+		if err := rl.Release(context.Background(), res, gcpolicy.ReasonPodFinished, "pod ns/web has Succeeded", nil); err != nil {
 			t.Fatal(err)
 		}
-		if err := rl.returnSlice(context.Background(), sl, ReasonSliceEmpty, "idle"); err != nil {
+		if err := rl.ReturnSlice(context.Background(), sl, gcpolicy.ReasonSliceEmpty, "idle"); err != nil {
 			t.Fatal(err)
 		}
 	}
-	evs := rec.all()
-	if len(evs) != 1 || evs[0].reason != EventLeakFound || !strings.HasPrefix(evs[0].note, "Dry run: would release 10.0.0.5") {
-		t.Fatalf("events %+v, want one %s", evs, EventLeakFound)
+	evs := rec.All()
+	if len(evs) != 1 || evs[0].Reason != release.EventLeakFound || !strings.HasPrefix(evs[0].Note, "Dry run: would release 10.0.0.5") {
+		t.Fatalf("events %+v, want one %s", evs, release.EventLeakFound)
 	}
-	if got := value(t, m.Releases.WithLabelValues(gcpolicy.ReasonPodFinished, "true")); got != 1 {
+	if got := ctrltest.Value(t, m.Releases.WithLabelValues(gcpolicy.ReasonPodFinished, "true")); got != 1 {
 		t.Fatalf("dry-run releases = %v, want 1", got)
 	}
-	if n := series(m.SlicesReturned); n != 0 {
+	if n := ctrltest.Series(m.SlicesReturned); n != 0 {
 		t.Fatalf("a dry run counted %d returned slices", n)
 	}
 }
@@ -159,8 +160,8 @@ func TestReturnSlice(t *testing.T) {
 		{name: "returned, Event on the pool", withPool: true, wantRegarding: "*v1alpha1.IPPool"},
 		{name: "returned, the pool is gone: Event on the slice", wantRegarding: "*v1alpha1.IPPoolSlice"},
 		{name: "returned already", deleteErr: apierrors.NewNotFound(gr, "p.1")},
-		{name: "claimed anew", deleteErr: apierrors.NewConflict(gr, "p.1", errExpected)},
-		{name: "the API server fails", deleteErr: errExpected, wantErr: "failed to give slice p.1 (10.0.0.16/28 of IPPool p) back: injected failure"},
+		{name: "claimed anew", deleteErr: apierrors.NewConflict(gr, "p.1", ctrltest.ErrExpected)},
+		{name: "the API server fails", deleteErr: ctrltest.ErrExpected, wantErr: "failed to give slice p.1 (10.0.0.16/28 of IPPool p) back: injected failure"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -174,28 +175,26 @@ func TestReturnSlice(t *testing.T) {
 					return tt.deleteErr
 				}
 			}
-			rec, m := &fakeRecorder{}, mustMetrics(t)
-			rl := &releaser{client: fakeClient(t, funcs, objs...), recorder: rec, metrics: m}
-			err := rl.returnSlice(context.Background(), newSlice(), ReasonSliceEmpty, "idle")
+			rec, m := &ctrltest.FakeRecorder{}, ctrltest.MustMetrics(t)
+			rl := &release.Releaser{Client: ctrltest.FakeClient(t, funcs, objs...), Recorder: rec, Metrics: m}
+			err := rl.ReturnSlice(context.Background(), newSlice(), gcpolicy.ReasonSliceEmpty, "idle")
 			if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || err.Error() != tt.wantErr) {
 				t.Fatalf("error %v, want %q", err, tt.wantErr)
 			}
-			evs := rec.all()
+			evs := rec.All()
 			if tt.wantRegarding == "" {
 				if len(evs) != 0 {
 					t.Fatalf("events %+v, want none", evs)
 				}
 				return
 			}
-			if len(evs) != 1 || typeName(evs[0].regarding) != tt.wantRegarding || evs[0].reason != EventSliceReturned ||
-				evs[0].note != "Slice p.1 (10.0.0.16/28) of node n went back to IPPool p: idle" {
-				t.Fatalf("events %+v, want one %s about a %s", evs, EventSliceReturned, tt.wantRegarding)
+			if len(evs) != 1 || ctrltest.TypeName(evs[0].Regarding) != tt.wantRegarding || evs[0].Reason != release.EventSliceReturned ||
+				evs[0].Note != "Slice p.1 (10.0.0.16/28) of node n went back to IPPool p: idle" {
+				t.Fatalf("events %+v, want one %s about a %s", evs, release.EventSliceReturned, tt.wantRegarding)
 			}
-			if got := value(t, m.SlicesReturned.WithLabelValues(ReasonSliceEmpty)); got != 1 {
+			if got := ctrltest.Value(t, m.SlicesReturned.WithLabelValues(gcpolicy.ReasonSliceEmpty)); got != 1 {
 				t.Fatalf("slices returned = %v, want 1", got)
 			}
 		})
 	}
 }
-
-func typeName(v any) string { return fmt.Sprintf("%T", v) }

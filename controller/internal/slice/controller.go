@@ -1,4 +1,4 @@
-package controller
+package slice
 
 import (
 	"context"
@@ -18,13 +18,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/netpool/netpool/controller/internal/clock"
+	"github.com/netpool/netpool/controller/internal/index"
+	"github.com/netpool/netpool/controller/internal/release"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
+	"github.com/netpool/netpool/internal/gcpolicy"
 )
 
-// ReasonSliceEmpty: a slice held no reservation of its node for the slice grace period.
-const ReasonSliceEmpty = "SliceEmpty"
-
-// sliceReconciler gives a slice back to its pool (deletes it) once it has held no reservation of
+// Reconciler gives a slice back to its pool (deletes it) once it has held no reservation of
 // its node for Grace. The agent gives idle blocks back itself while it holds another; this covers a
 // node's last block and an agent that died. A slice only steers where a node looks for addresses
 // (the reservation is the lock), so a slice deleted just as its node allocates from it costs a
@@ -32,15 +33,15 @@ const ReasonSliceEmpty = "SliceEmpty"
 //
 // The time a slice was found empty is kept in memory: after a restart the wait starts again,
 // which errs on keeping slices.
-type sliceReconciler struct {
+type Reconciler struct {
 	// Client reads from the cache and writes to the API server.
 	Client client.Client
 	// Release deletes the slice and reports it.
-	Release *releaser
+	Release *release.Releaser
 	// Grace is how long a slice must stay empty.
 	Grace time.Duration
 	// Now is the clock; time.Now when nil.
-	Now nowFunc
+	Now clock.Func
 
 	mu sync.Mutex
 	// emptySince is when each slice (by name) was first found empty, with its UID.
@@ -55,7 +56,7 @@ type emptyMark struct {
 
 // SetupWithManager registers the reconciler: slices, and reservations appearing and going,
 // mapped to the slices of their node and pool.
-func (r *sliceReconciler) SetupWithManager(mgr ctrl.Manager) error {
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Client == nil || r.Release == nil {
 		return fmt.Errorf("slice return: Client and Release are required")
 	}
@@ -76,7 +77,7 @@ func (r *sliceReconciler) SetupWithManager(mgr ctrl.Manager) error {
 // +kubebuilder:rbac:groups=ipam.netpool.io,resources=overlappingrangeipreservations,verbs=get;list;watch
 
 // Reconcile gives one slice back if it has stayed empty for Grace.
-func (r *sliceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	s := &ipamv1.IPPoolSlice{}
 	if err := r.Client.Get(ctx, req.NamespacedName, s); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -91,7 +92,7 @@ func (r *sliceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 		return ctrl.Result{}, nil
 	}
 	var list ipamv1.OverlappingRangeIPReservationList
-	if err := r.Client.List(ctx, &list, client.MatchingFields{reservationNodePoolField: nodePoolKey(s.Spec.Node, s.Spec.Pool)},
+	if err := r.Client.List(ctx, &list, client.MatchingFields{index.ReservationNodePool: index.NodePoolKey(s.Spec.Node, s.Spec.Pool)},
 		client.UnsafeDisableDeepCopy); err != nil {
 		return ctrl.Result{}, fmt.Errorf("failed to list the reservations of node %s in IPPool %s: %w", s.Spec.Node, s.Spec.Pool, err)
 	}
@@ -101,12 +102,12 @@ func (r *sliceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 			return ctrl.Result{}, nil
 		}
 	}
-	empty := r.Now.now().Sub(r.markEmpty(s))
+	empty := r.Now.Now().Sub(r.markEmpty(s))
 	if wait := r.Grace - empty; wait > 0 {
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
 	detail := fmt.Sprintf("it held no reservation of node %s for %s", s.Spec.Node, empty.Round(time.Second))
-	if err := r.Release.returnSlice(ctx, s, ReasonSliceEmpty, detail); err != nil {
+	if err := r.Release.ReturnSlice(ctx, s, gcpolicy.ReasonSliceEmpty, detail); err != nil {
 		return ctrl.Result{}, err
 	}
 	r.forget(s.Name)
@@ -114,14 +115,14 @@ func (r *sliceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl
 }
 
 // slicesOfReservation maps a reservation to the slices of its node in its pool.
-func (r *sliceReconciler) slicesOfReservation(ctx context.Context, obj client.Object) []reconcile.Request {
+func (r *Reconciler) slicesOfReservation(ctx context.Context, obj client.Object) []reconcile.Request {
 	res, ok := obj.(*ipamv1.OverlappingRangeIPReservation)
 	if !ok {
 		return nil
 	}
 	var list ipamv1.IPPoolSliceList
-	key := nodePoolKey(res.Spec.Node, res.Spec.Pool)
-	if err := r.Client.List(ctx, &list, client.MatchingFields{sliceNodePoolField: key}, client.UnsafeDisableDeepCopy); err != nil {
+	key := index.NodePoolKey(res.Spec.Node, res.Spec.Pool)
+	if err := r.Client.List(ctx, &list, client.MatchingFields{index.SliceNodePool: key}, client.UnsafeDisableDeepCopy); err != nil {
 		logf.FromContext(ctx).Error(err, "Listing the slices of a node failed", "node", res.Spec.Node, "pool", res.Spec.Pool)
 		return nil
 	}
@@ -133,7 +134,7 @@ func (r *sliceReconciler) slicesOfReservation(ctx context.Context, obj client.Ob
 }
 
 // markEmpty records when this incarnation of s was first found empty and returns that time.
-func (r *sliceReconciler) markEmpty(s *ipamv1.IPPoolSlice) time.Time {
+func (r *Reconciler) markEmpty(s *ipamv1.IPPoolSlice) time.Time {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.emptySince == nil {
@@ -141,13 +142,13 @@ func (r *sliceReconciler) markEmpty(s *ipamv1.IPPoolSlice) time.Time {
 	}
 	m, ok := r.emptySince[s.Name]
 	if !ok || m.uid != s.UID {
-		m = emptyMark{uid: s.UID, since: r.Now.now()}
+		m = emptyMark{uid: s.UID, since: r.Now.Now()}
 		r.emptySince[s.Name] = m
 	}
 	return m.since
 }
 
-func (r *sliceReconciler) forget(name string) {
+func (r *Reconciler) forget(name string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.emptySince, name)

@@ -1,4 +1,4 @@
-package controller
+package slice
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	"github.com/netpool/netpool/controller/internal/ctrltest"
+	"github.com/netpool/netpool/controller/internal/release"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
 )
 
@@ -28,17 +30,17 @@ func sliceRequest(name string) ctrl.Request {
 }
 
 func TestSliceReturn(t *testing.T) {
-	clk := newClock()
+	clk := ctrltest.NewClock()
 	objs := []client.Object{
 		newSlice("p.0", "10.0.0.0/28", "a"),
 		newSlice("p.1", "10.0.0.16/28", "a"),
 		newSlice("p.bad", "not-a-cidr", "a"),
-		newReservation("p", "10.0.0.3", nil, "a"),
-		newReservation("p", "10.0.0.20", nil, "b"), // another node borrowed an address of a's block
+		ctrltest.NewReservation("p", "10.0.0.3", nil, "a"),
+		ctrltest.NewReservation("p", "10.0.0.20", nil, "b"), // another node borrowed an address of a's block
 	}
-	c := fakeClient(t, interceptor.Funcs{}, objs...)
-	r := &sliceReconciler{Client: c, Grace: time.Minute, Now: clk.Now,
-		Release: &releaser{client: c, recorder: &fakeRecorder{}, metrics: mustMetrics(t)}}
+	c := ctrltest.FakeClient(t, interceptor.Funcs{}, objs...)
+	r := &Reconciler{Client: c, Grace: time.Minute, Now: clk.Now,
+		Release: &release.Releaser{Client: c, Recorder: &ctrltest.FakeRecorder{}, Metrics: ctrltest.MustMetrics(t)}}
 	ctx := context.Background()
 	reconcile := func(name string, want ctrl.Result) {
 		t.Helper()
@@ -52,20 +54,20 @@ func TestSliceReturn(t *testing.T) {
 	reconcile("p.1", ctrl.Result{RequeueAfter: time.Minute}) // empty for its node: wait
 	reconcile("p.bad", ctrl.Result{})                        // cannot be judged: left alone
 	reconcile("p.missing", ctrl.Result{})
-	clk.advance(30 * time.Second)
+	clk.Advance(30 * time.Second)
 	reconcile("p.1", ctrl.Result{RequeueAfter: 30 * time.Second})
-	clk.advance(30 * time.Second)
+	clk.Advance(30 * time.Second)
 	reconcile("p.1", ctrl.Result{})
-	if n := countExisting(t, c, objs[:3]); n != 2 {
+	if n := ctrltest.CountExisting(t, c, objs[:3]); n != 2 {
 		t.Fatalf("%d slices left, want 2 (p.1 returned)", n)
 	}
 
 	// A slice that fills again forgets its empty time.
-	if err := c.Delete(ctx, newReservation("p", "10.0.0.3", nil, "a")); err != nil {
+	if err := c.Delete(ctx, ctrltest.NewReservation("p", "10.0.0.3", nil, "a")); err != nil {
 		t.Fatal(err)
 	}
 	reconcile("p.0", ctrl.Result{RequeueAfter: time.Minute})
-	if err := c.Create(ctx, newReservation("p", "10.0.0.4", nil, "a")); err != nil {
+	if err := c.Create(ctx, ctrltest.NewReservation("p", "10.0.0.4", nil, "a")); err != nil {
 		t.Fatal(err)
 	}
 	reconcile("p.0", ctrl.Result{})
@@ -83,26 +85,26 @@ func TestSliceReturnFailures(t *testing.T) {
 	}{
 		{name: "get", wantErr: "failed to get slice p.1: injected failure",
 			funcs: interceptor.Funcs{Get: func(context.Context, client.WithWatch, client.ObjectKey, client.Object, ...client.GetOption) error {
-				return errExpected
+				return ctrltest.ErrExpected
 			}}},
 		{name: "list", wantErr: "failed to list the reservations of node a in IPPool p: injected failure",
 			funcs: interceptor.Funcs{List: func(context.Context, client.WithWatch, client.ObjectList, ...client.ListOption) error {
-				return errExpected
+				return ctrltest.ErrExpected
 			}}},
 		{name: "delete", wantErr: "failed to give slice p.1 (10.0.0.16/28 of IPPool p) back: injected failure",
 			funcs: interceptor.Funcs{Delete: func(context.Context, client.WithWatch, client.Object, ...client.DeleteOption) error {
-				return errExpected
+				return ctrltest.ErrExpected
 			}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := fakeClient(t, tt.funcs, sl.DeepCopy())
-			clk := newClock()
-			r := &sliceReconciler{Client: c, Grace: time.Minute, Now: clk.Now,
-				Release: &releaser{client: c, recorder: &fakeRecorder{}, metrics: mustMetrics(t)}}
+			c := ctrltest.FakeClient(t, tt.funcs, sl.DeepCopy())
+			clk := ctrltest.NewClock()
+			r := &Reconciler{Client: c, Grace: time.Minute, Now: clk.Now,
+				Release: &release.Releaser{Client: c, Recorder: &ctrltest.FakeRecorder{}, Metrics: ctrltest.MustMetrics(t)}}
 			_, err := r.Reconcile(context.Background(), sliceRequest("p.1"))
 			if err == nil {
-				clk.advance(time.Minute)
+				clk.Advance(time.Minute)
 				_, err = r.Reconcile(context.Background(), sliceRequest("p.1"))
 			}
 			if err == nil || err.Error() != tt.wantErr {
@@ -113,32 +115,32 @@ func TestSliceReturnFailures(t *testing.T) {
 }
 
 func TestSlicesOfReservation(t *testing.T) {
-	c := fakeClient(t, interceptor.Funcs{},
+	c := ctrltest.FakeClient(t, interceptor.Funcs{},
 		newSlice("p.0", "10.0.0.0/28", "a"), newSlice("p.1", "10.0.0.16/28", "a"), newSlice("p.2", "10.0.0.32/28", "b"))
-	r := &sliceReconciler{Client: c}
-	if got := requestNames(r.slicesOfReservation(context.Background(), newReservation("p", "10.0.0.40", nil, "a"))); got != "p.0 p.1" {
+	r := &Reconciler{Client: c}
+	if got := ctrltest.RequestNames(r.slicesOfReservation(context.Background(), ctrltest.NewReservation("p", "10.0.0.40", nil, "a"))); got != "p.0 p.1" {
 		t.Fatalf("requests %q, want a's slices of p", got)
 	}
 	if got := r.slicesOfReservation(context.Background(), newSlice("x", "10.0.0.0/28", "a")); got != nil {
 		t.Fatalf("a slice mapped to %v", got)
 	}
-	failing := &sliceReconciler{Client: fakeClient(t, interceptor.Funcs{List: func(context.Context, client.WithWatch, client.ObjectList, ...client.ListOption) error {
-		return errExpected
+	failing := &Reconciler{Client: ctrltest.FakeClient(t, interceptor.Funcs{List: func(context.Context, client.WithWatch, client.ObjectList, ...client.ListOption) error {
+		return ctrltest.ErrExpected
 	}})}
-	if got := failing.slicesOfReservation(context.Background(), newReservation("p", "10.0.0.40", nil, "a")); got != nil {
+	if got := failing.slicesOfReservation(context.Background(), ctrltest.NewReservation("p", "10.0.0.40", nil, "a")); got != nil {
 		t.Fatalf("requests %v after a list error, want none", got)
 	}
-	if err := (&sliceReconciler{}).SetupWithManager(nil); err == nil {
+	if err := (&Reconciler{}).SetupWithManager(nil); err == nil {
 		t.Fatal("SetupWithManager without a client succeeded")
 	}
 }
 
 func TestSliceEmptyMarkIsPerIncarnation(t *testing.T) {
-	clk := newClock()
-	r := &sliceReconciler{Now: clk.Now}
+	clk := ctrltest.NewClock()
+	r := &Reconciler{Now: clk.Now}
 	first := newSlice("p.1", "10.0.0.16/28", "a")
 	since := r.markEmpty(first)
-	clk.advance(time.Minute)
+	clk.Advance(time.Minute)
 	if got := r.markEmpty(first); !got.Equal(since) {
 		t.Fatalf("the same slice's mark moved from %s to %s", since, got)
 	}

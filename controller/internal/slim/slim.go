@@ -1,4 +1,6 @@
-package controller
+// Package slim keeps the controller's informer cache small: the manager's cache options, which the
+// reconcilers' tests run over too, so that they read only what the cache keeps.
+package slim
 
 import (
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
@@ -12,11 +14,11 @@ import (
 	"github.com/netpool/netpool/internal/gcpolicy"
 )
 
-// cacheOptions keeps the informer cache small: every object loses its managedFields, and pods,
+// CacheOptions keep the informer cache small: every object loses its managedFields, and pods,
 // nodes and namespaces keep only what the reconcilers read. A cluster's pods and nodes are the
 // biggest objects the controller watches (a node's status lists its images), and it needs only a
 // pod's identity, node, phase and network-status, a node's existence, and a namespace's labels.
-func cacheOptions() cache.Options {
+func CacheOptions() cache.Options {
 	return cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{

@@ -1,4 +1,4 @@
-package controller
+package slim
 
 import (
 	"testing"
@@ -63,7 +63,7 @@ func TestSlimTransformsKeepWhatTheReconcilersRead(t *testing.T) {
 			t.Errorf("a tombstone became %v, %v", got, err)
 		}
 	}
-	if opts := cacheOptions(); opts.DefaultTransform == nil || len(opts.ByObject) != 3 {
+	if opts := CacheOptions(); opts.DefaultTransform == nil || len(opts.ByObject) != 3 {
 		t.Errorf("cache options %+v", opts)
 	}
 }
