@@ -341,3 +341,72 @@ func TestMigrateSwitchNADsLeavesNoDuplicate(t *testing.T) {
 	// A DEL through whereabouts (Multus' cached config of an old attachment) still succeeds.
 	cniDel(t, w.plugin, []byte(config), "cid-before-1", &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "before-1"}})
 }
+
+// wbPoolRange reads spec.range of whereabouts IPPool kube-system/name ("" when it does not exist).
+func wbPoolRange(t *testing.T, w *whereaboutsEnv, name string) string {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(schema.GroupVersionKind{Group: "whereabouts.cni.cncf.io", Version: "v1alpha1", Kind: "IPPool"})
+	if err := w.c.Get(context.Background(), client.ObjectKey{Namespace: "kube-system", Name: name}, u); err != nil {
+		return ""
+	}
+	rng, _, _ := unstructured.NestedString(u.Object, "spec", "range")
+	return rng
+}
+
+// TestMigrateSwitchNADsRefusals: a switch limited to one namespace whose whereabouts pool another
+// namespace's NAD uses is refused before anything is locked; a conflict stops it with nothing
+// locked or switched; a range whereabouts has no pool for yet gets a locked one.
+func TestMigrateSwitchNADsRefusals(t *testing.T) {
+	w := mustWhereabouts(t)
+	ctx := context.Background()
+	const networkName, subnet, wbPool = "migref", "10.250.15.0/28", "migref-10.250.15.0-28"
+	w.namespace(t, "migrate-ref-a")
+	w.namespace(t, "migrate-ref-b")
+	config := w.whereaboutsConfig(t, "migrate-ref-net", networkName, subnet)
+	w.nad(t, "migrate-ref-a", "shared", config)
+	w.nad(t, "migrate-ref-b", "shared", config)
+	if _, err := cniAdd(t, w.plugin, []byte(config), "cid-ref-1", w.pod(t, "migrate-ref-a", "p1", "mig-a")); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := runCLI(t, "migrate", "whereabouts", "--kubeconfig", w.env.Kubeconfig, "-n", "migrate-ref-a", "--switch-nads")
+	if err == nil || !strings.Contains(err.Error(), "NADs of other namespaces use the same whereabouts pools: migrate-ref-b/shared (whereabouts IPPool "+wbPool+")") {
+		t.Fatalf("-n with a shared pool: %v, want it refused naming the other NAD", err)
+	}
+	if rng := wbPoolRange(t, w, wbPool); rng != subnet {
+		t.Errorf("a refused switch left whereabouts' pool with range %q", rng)
+	}
+
+	out, _, err := runCLI(t, "migrate", "whereabouts", "--kubeconfig", w.env.Kubeconfig, "--switch-nads", "-o", "json")
+	if err != nil {
+		t.Fatalf("switch of both namespaces: %v\n%s", err, out)
+	}
+	if r := decodeReport(t, out); len(r.NADs) != 2 || !r.NADs[0].SwitchedNow || !r.NADs[1].SwitchedNow {
+		t.Fatalf("switch of both namespaces: %s", out)
+	}
+	if rng := wbPoolRange(t, w, wbPool); rng != "netpool-migrated:"+subnet {
+		t.Errorf("whereabouts' pool has range %q after the switch", rng)
+	}
+
+	// A NAD whose range whereabouts never allocated from: the switch creates its pool locked.
+	const fresh = "migfresh-10.250.16.0-28"
+	w.namespace(t, "migrate-ref-c")
+	freshConfig := w.whereaboutsConfig(t, "migrate-fresh-net", "migfresh", "10.250.16.0/28")
+	w.nad(t, "migrate-ref-c", "fresh", freshConfig)
+	if _, errOut, err := runCLI(t, "migrate", "whereabouts", "--kubeconfig", w.env.Kubeconfig, "-n", "migrate-ref-c", "--switch-nads"); err != nil {
+		t.Fatalf("switch of a NAD without a whereabouts pool: %v (%s)", err, errOut)
+	}
+	if rng := wbPoolRange(t, w, fresh); rng != "netpool-migrated:10.250.16.0/28" {
+		t.Errorf("the switch left whereabouts' pool %s with range %q, want it created locked", fresh, rng)
+	}
+	if a, err := cniAdd(t, w.plugin, []byte(freshConfig), "cid-fresh", w.pod(t, "migrate-ref-c", "f1", "mig-a")); err == nil {
+		t.Errorf("whereabouts allocated %s from the locked pool it never had", a)
+	}
+	nad := &nadv1.NetworkAttachmentDefinition{}
+	if err := w.c.Get(ctx, client.ObjectKey{Namespace: "migrate-ref-c", Name: "fresh"}, nad); err != nil {
+		t.Fatal(err)
+	}
+	if want := strings.Replace(freshConfig, `"type":"whereabouts"`, `"type":"netpool"`, 1); nad.Spec.Config != want {
+		t.Errorf("the switched config is\n%s\nwant only the type changed:\n%s", nad.Spec.Config, want)
+	}
+}
