@@ -99,7 +99,8 @@ type Reconciler struct {
 }
 
 // SetupWithManager registers the reconciler: routers, their three children (by name, so that a
-// foreign object's departure ends a name conflict), and pools.
+// foreign object's departure ends a name conflict), pools, and the labels of namespaces (which a
+// pool's namespaceSelector admits).
 func (e *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if e.Client == nil || e.Live == nil || e.Recorder == nil || e.Image == "" {
 		return fmt.Errorf("egress router reconciler: Client, Live, Recorder and Image are required")
@@ -131,6 +132,8 @@ func (e *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.Pod{}, child).
 		Watches(&corev1.Service{}, child).
 		Watches(&ipamv1.IPPool{}, handler.EnqueueRequestsFromMapFunc(e.routersOfPool)).
+		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(e.routersOfNamespace),
+			builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		Complete(e)
 }
 
@@ -229,6 +232,12 @@ func (e *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // or repairs the pod. It returns what it observed for the status.
 func (e *Reconciler) reconcileChildren(ctx context.Context, r *networkv1.EgressRouter) (egressObservation, ctrl.Result, error) {
 	var obs egressObservation
+	mode, err := modeOf(r)
+	if p := (*egressProblem)(nil); errors.As(err, &p) {
+		// Nothing this controller could write would be right: the children stay as they are.
+		obs.problem, obs.addresses, obs.pod = p, r.Status.Addresses, e.currentPod(ctx, r)
+		return obs, ctrl.Result{}, nil
+	}
 	addresses, keep := r.Spec.Addresses, []string(nil)
 	if r.Spec.Pool != "" {
 		var err error
@@ -261,7 +270,7 @@ func (e *Reconciler) reconcileChildren(ctx context.Context, r *networkv1.EgressR
 			return obs, ctrl.Result{}, nil
 		}
 	}
-	d, err := newEgressDesired(r, addresses, e.Image)
+	d, err := newEgressDesired(r, mode, addresses, e.Image)
 	if err != nil {
 		return obs, ctrl.Result{}, err
 	}
@@ -449,10 +458,10 @@ func serviceMatches(svc *corev1.Service, d *egressDesired) bool {
 		(svc.Spec.ClusterIP == corev1.ClusterIPNone) == d.headless()
 }
 
-// podMatches reports whether the cached pod (slimmed: see slimPod) has the label and annotations
+// podMatches reports whether the cached pod (slimmed: see slimPod) has the labels and annotations
 // the reconciler applies; its spec follows from the config hash.
 func podMatches(pod *corev1.Pod, d *egressDesired) bool {
-	for k, v := range d.routerLabels() {
+	for k, v := range d.podLabels() {
 		if pod.Labels[k] != v {
 			return false
 		}

@@ -71,7 +71,7 @@ func Base() []Field {
 		{&ipamv1.OverlappingRangeIPReservation{}, ReservationOwner, reservationOwner},
 		{&ipamv1.IPPoolSlice{}, SliceNode, sliceNode},
 		{&ipamv1.IPPoolSlice{}, SliceNodePool, sliceNodePool},
-		{&ipamv1.IPPool{}, PoolNetwork, poolNetwork},
+		{&ipamv1.IPPool{}, PoolNetwork, PoolNetworks},
 	}
 }
 
@@ -162,7 +162,8 @@ func SlicePools(obj client.Object) []string {
 	return []string{s.Spec.Pool}
 }
 
-func poolNetwork(obj client.Object) []string {
+// PoolNetworks is the PoolNetwork index's value of a pool: its network.
+func PoolNetworks(obj client.Object) []string {
 	p, ok := obj.(*ipamv1.IPPool)
 	if !ok {
 		return nil
