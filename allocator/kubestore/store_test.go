@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -18,6 +19,7 @@ import (
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
 	"github.com/netpool/netpool/ipam"
 	"github.com/netpool/netpool/test/envtest"
+	"github.com/netpool/netpool/test/poll"
 )
 
 // TestStore runs the store's user stories on one real API server. Each subtest uses its own ranges,
@@ -529,10 +531,15 @@ func TestStore(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		eventually(t, "node-a's emptied block is given back", func() bool {
+		poll.Eventually(t, 10*time.Second, "node-a's emptied block is given back", func() error {
 			var l ipamv1.IPPoolSliceList
-			err := env.Client.List(context.Background(), &l, client.MatchingFields{"spec.pool": "ops-borrow"})
-			return err == nil && len(l.Items) == 1 && l.Items[0].Spec.Range == "10.43.0.0/28"
+			if err := env.Client.List(context.Background(), &l, client.MatchingFields{"spec.pool": "ops-borrow"}); err != nil {
+				return err
+			}
+			if len(l.Items) != 1 || l.Items[0].Spec.Range != "10.43.0.0/28" {
+				return fmt.Errorf("slices %+v, want 10.43.0.0/28 alone", l.Items)
+			}
+			return nil
 		})
 	})
 }

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"path/filepath"
@@ -22,6 +23,7 @@ import (
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
 	"github.com/netpool/netpool/internal/kubeclient"
 	"github.com/netpool/netpool/test/envtest"
+	"github.com/netpool/netpool/test/poll"
 )
 
 // TestNodeRestriction installs deploy/agent-rbac.yaml and deploy/agent-admission.yaml and runs two
@@ -90,18 +92,18 @@ func TestNodeRestriction(t *testing.T) {
 		}
 		// Were update granted by mistake, the policy still holds.
 		grantUpdate(t, env)
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			err := ca.Update(ctx, sl.DeepCopy())
-			if apierrors.IsForbidden(err) && strings.Contains(err.Error(), "netpool-agent-node-restriction") {
-				wantDenied(t, err, "node node-a may not update ippoolslices "+sl.Name+" of node node-b")
-				break
+		var err error
+		poll.Eventually(t, 30*time.Second, "the policy denies node-a taking node-b's slice with update granted", func() error {
+			err = ca.Update(ctx, sl.DeepCopy())
+			switch {
+			case err == nil:
+				t.Fatalf("node-a took node-b's slice with update granted, want the policy's denial")
+			case !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "netpool-agent-node-restriction"):
+				return err
 			}
-			if err == nil || time.Now().After(deadline) {
-				t.Fatalf("node-a taking node-b's slice with update granted: %v, want the policy's denial", err)
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
+			return nil
+		})
+		wantDenied(t, err, "node node-a may not update ippoolslices "+sl.Name+" of node node-b")
 		wantDenied(t, ca.Update(ctx, r), "node node-a may not update overlappingrangeipreservations "+r.Name+" of node node-b")
 		var got ipamv1.IPPoolSlice
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(sl), &got); err != nil || got.Spec.Node != "node-b" {
@@ -337,17 +339,13 @@ func mustClient(t *testing.T, env *envtest.Env, cfg *rest.Config) client.Client 
 // to be compiled and bound.
 func waitPolicyActive(t *testing.T, c client.Client) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	poll.Eventually(t, 30*time.Second, "the admission policy is enforced", func() error {
 		err := c.Create(context.Background(), forgedReservation("10.84.0.12", "node-other", "node-other"), client.DryRunAll)
 		if apierrors.IsForbidden(err) && strings.Contains(err.Error(), "netpool-agent-node-restriction") {
-			return
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the admission policy is not enforced after 30s: a forged create got %v", err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return fmt.Errorf("a forged create got %v", err)
+	})
 }
 
 func forgedReservation(addr, node, label string) *ipamv1.OverlappingRangeIPReservation {

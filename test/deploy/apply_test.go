@@ -7,12 +7,9 @@ import (
 	"sort"
 	"strings"
 	"testing"
-	"time"
 
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/restmapper"
@@ -62,7 +59,7 @@ func TestEveryOverlayAppliesOnTheMinimumKubernetes(t *testing.T) {
 			if applied < 15 {
 				t.Errorf("deploy/%s: %d objects applied", k.dir, applied)
 			}
-			waitEstablished(t, env)
+			env.WaitCRDsEstablished(t)
 			if k.dir == "overlays/full" {
 				env.InstallNADCRD(t) // Multus', which the example NADs need
 				if n := kubectlApply(t, env, harness.RenderDeploy(t, "examples")); n != 5 {
@@ -127,32 +124,4 @@ func kubectlApply(t *testing.T, env *envtest.Env, objs []*unstructured.Unstructu
 		n++
 	}
 	return n
-}
-
-// waitEstablished waits until every CRD the cluster holds is established: the kinds are served.
-func waitEstablished(t *testing.T, env *envtest.Env) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		var crds apiextensionsv1.CustomResourceDefinitionList
-		if err := env.Client.List(ctx, &crds); err != nil {
-			return false, err
-		}
-		for _, c := range crds.Items {
-			established := false
-			for _, cond := range c.Status.Conditions {
-				if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
-					established = true
-				}
-			}
-			if !established {
-				return false, nil
-			}
-		}
-		return len(crds.Items) > 0, nil
-	})
-	if err != nil {
-		t.Fatalf("CRDs not established: %v", err)
-	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/netpool/netpool/controller"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
 	"github.com/netpool/netpool/test/envtest"
+	"github.com/netpool/netpool/test/poll"
 )
 
 // TestIPAMClaims runs KubeVirt's story on a real API server with two node agents and the
@@ -106,7 +107,7 @@ func TestIPAMClaims(t *testing.T) {
 
 			t.Run("deleting the claim releases the address", func(t *testing.T) {
 				must(t, c.Delete(ctx, &ipamclaimsv1.IPAMClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: claim}}))
-				waitFor(ctx, t, "the release of "+x.String(), func(ctx context.Context) error {
+				poll.Eventually(t, 30*time.Second, "the release of "+x.String(), func() error {
 					r, err := reservationAt(ctx, c, x.Addr())
 					if err == nil && r != nil {
 						err = fmt.Errorf("reservation %s still there", r.Name)

@@ -19,6 +19,7 @@ import (
 	"github.com/netpool/netpool/controller"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
 	"github.com/netpool/netpool/test/envtest"
+	"github.com/netpool/netpool/test/poll"
 )
 
 // TestStickyStatefulSets runs a StatefulSet's life on a real API server with two node agents and
@@ -151,7 +152,7 @@ func TestStickyStatefulSets(t *testing.T) {
 		}
 		end(pod, att)
 		must(t, c.Delete(ctx, cache))
-		waitFor(ctx, t, "the release of 10.78.0.201", func(ctx context.Context) error {
+		poll.Eventually(t, 30*time.Second, "the release of 10.78.0.201", func() error {
 			r, err := reservationAt(ctx, c, netip.MustParseAddr("10.78.0.201"))
 			if err == nil && r != nil {
 				err = fmt.Errorf("reservation %s still there", r.Name)
@@ -166,7 +167,7 @@ func TestStickyStatefulSets(t *testing.T) {
 		sts.Spec.Replicas = ptr.To[int32](1)
 		must(t, c.Update(ctx, sts))
 		for _, ip := range []netip.Prefix{b, cc} {
-			waitFor(ctx, t, "the release of "+ip.String(), func(ctx context.Context) error {
+			poll.Eventually(t, 30*time.Second, "the release of "+ip.String(), func() error {
 				r, err := reservationAt(ctx, c, ip.Addr())
 				if err == nil && r != nil {
 					err = fmt.Errorf("reservation %s still there", r.Name)
@@ -181,7 +182,7 @@ func TestStickyStatefulSets(t *testing.T) {
 		t.Run("deleting the StatefulSet releases the rest", func(t *testing.T) {
 			stop(t, db0)
 			must(t, c.Delete(ctx, sts))
-			waitFor(ctx, t, "the release of "+a.String(), func(ctx context.Context) error {
+			poll.Eventually(t, 30*time.Second, "the release of "+a.String(), func() error {
 				r, err := reservationAt(ctx, c, a.Addr())
 				if err == nil && r != nil {
 					err = fmt.Errorf("reservation %s still there", r.Name)

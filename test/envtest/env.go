@@ -21,6 +21,7 @@ import (
 
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
 	"github.com/netpool/netpool/internal/scheme"
+	"github.com/netpool/netpool/test/poll"
 )
 
 // servedTimeout bounds how long StartControlPlane waits for the netpool kinds to be served again
@@ -286,22 +287,18 @@ func waitServed(ctx context.Context, c client.Client) error {
 	lists := []client.ObjectList{
 		&ipamv1.IPPoolList{}, &ipamv1.OverlappingRangeIPReservationList{}, &ipamv1.IPPoolSliceList{},
 	}
-	for {
-		var err error
+	err := poll.Until(ctx, 100*time.Millisecond, func(ctx context.Context) error {
 		for _, l := range lists {
-			if err = c.List(ctx, l, client.Limit(1)); err != nil {
-				break
+			if err := c.List(ctx, l, client.Limit(1)); err != nil {
+				return err
 			}
 		}
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("netpool kinds not served after the restart: %w", err)
-		case <-time.After(100 * time.Millisecond):
-		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("netpool kinds not served after the restart: %w", err)
 	}
+	return nil
 }
 
 // UserKubeconfig returns the path of a kubeconfig file (in t.TempDir()) that authenticates as user
