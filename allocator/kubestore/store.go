@@ -242,7 +242,7 @@ type callStore struct {
 	claim         *claimUse
 	claimResolved bool
 	// sticky is whether the call's pools give StatefulSet pods their ordinal's address
-	// (ippool.ResolveSticky); a config that disagrees with its pool claims nothing (poolRules).
+	// (ippool.Resolve); a config that disagrees with its pool claims nothing (poolRules).
 	sticky bool
 }
 
@@ -255,7 +255,7 @@ type poolUse struct {
 	// selectors), or nil. It is checked when an address is claimed, not when the call binds.
 	admit       error
 	networkName string // the NAD's network_name
-	// cooldown is the pool's reuse cool-down (ippool.ResolveCooldown), 0 for none.
+	// cooldown is the pool's reuse cool-down (ippool.Resolve), 0 for none.
 	cooldown time.Duration
 }
 
@@ -291,22 +291,16 @@ func (s *Store) Bind(c *ipam.Config) (allocator.Store, *ipam.Config, error) {
 			}
 		}
 		pool := s.currentPool(ctx, st)
-		// A config that disagrees with the pool's mode may claim nothing (poolRules), but keeps its
-		// own scope, so that it can still release what it claimed before the mode was recorded.
-		overlap := c.EnableOverlappingRanges
-		if recorded, err := ippool.ResolveOverlapping(pool, c); err == nil {
-			overlap = recorded
-		}
-		// A config that disagrees with the pool's cool-down is refused claims the same way; its
-		// releases still cool by the pool's.
-		cooldown, _ := ippool.ResolveCooldown(pool, c)
-		if sticky, _ := ippool.ResolveSticky(pool, c); sticky {
+		// A config that disagrees with one of the pool's rules may claim nothing (poolRules), but
+		// still releases by the rules Resolve gives it: its own scope, the pool's cool-down.
+		rules, _ := ippool.Resolve(pool, c)
+		if rules.Sticky {
 			b.sticky = true
 		}
-		st.cooling.cooldown.Store(int64(cooldown))
-		b.pools[c.PoolKey(i)] = &poolUse{state: st, networkName: c.NetworkName, overlap: overlap,
-			scope: ippool.ReservationScope(st.name, c.NetworkName, overlap), admit: s.poolRules(ctx, pool, c),
-			cooldown: cooldown}
+		st.cooling.cooldown.Store(int64(rules.Cooldown))
+		b.pools[c.PoolKey(i)] = &poolUse{state: st, networkName: c.NetworkName, overlap: rules.Overlapping,
+			scope: ippool.ReservationScope(st.name, c.NetworkName, rules.Overlapping), admit: s.poolRules(ctx, pool, c),
+			cooldown: rules.Cooldown}
 	}
 	return b, c, nil
 }

@@ -2,7 +2,7 @@ package install
 
 import (
 	"bytes"
-	"fmt"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -90,11 +90,12 @@ func startExecLoop(t *testing.T, binary string) *execLoop {
 	t.Cleanup(func() {
 		if t.Failed() && l.started() == 0 {
 			l.stop(t)
+			t.Logf("the exec loop printed:\n%s", out) // the loop has ended: out is still
 		}
 	})
 	poll.Eventually(t, time.Minute, "the exec loop runs the binary", func() error {
 		if l.started() == 0 {
-			return fmt.Errorf("not yet\n%s", out)
+			return errors.New("it has not run it yet")
 		}
 		return nil
 	})

@@ -22,6 +22,22 @@ func Cooldown(p *ipamv1.IPPool) (time.Duration, error) {
 	return d, nil
 }
 
+// cooldownRule is the reuse cool-down. A config that disagrees still cools its releases by the
+// pool's.
+var cooldownRule = rule{
+	state: func(c *ipam.Config, r *Rules) { r.Cooldown = c.ReuseCooldown },
+	record: func(r Rules, spec *ipamv1.IPPoolSpec) {
+		if r.Cooldown > 0 {
+			spec.ReuseCooldown = r.Cooldown.String()
+		}
+	},
+	resolve: func(p *ipamv1.IPPool, c *ipam.Config, r *Rules) error {
+		cooldown, err := ResolveCooldown(p, c)
+		r.Cooldown = cooldown
+		return err
+	},
+}
+
 // ResolveCooldown returns the reuse cool-down that config c draws from pool p with. The cool-down
 // is the pool's, because what cools is the pool's address, whichever config released it: a config
 // that does not state reuseCooldown follows the pool; one that states another value is refused,

@@ -3,7 +3,6 @@ package ippool
 import (
 	"fmt"
 	"net/netip"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -11,25 +10,9 @@ import (
 	"github.com/netpool/netpool/ipam"
 )
 
-// Rules are the pool rules a config states that a derived pool records.
-type Rules struct {
-	// Overlapping is enable_overlapping_ranges.
-	Overlapping bool
-	// Cooldown is reuseCooldown (0 for none).
-	Cooldown time.Duration
-	// Sticky is statefulSets: Sticky.
-	Sticky bool
-}
-
-// RulesOf returns the pool rules config c states.
-func RulesOf(c *ipam.Config) Rules {
-	return Rules{Overlapping: c.EnableOverlappingRanges, Cooldown: c.ReuseCooldown, Sticky: c.Sticky()}
-}
-
 // Derive returns the IPPool that inline range r of a config with networkName and the pool rules
 // rules describes: named ipamv1.PoolName(networkName, subnet), labelled DerivedLabel, with the
-// range's window, exclusions (as the fewest CIDRs), gateway, overlapping mode, cool-down and
-// statefulSets.
+// range's window, exclusions (as the fewest CIDRs), gateway and pool rules.
 // rangeStart and rangeEnd are set only where the config narrows the subnet. The agent and the
 // controller both create derived pools with it, so whichever comes first, the pool is the same.
 // The window, exclusions and gateway are the first config's; configs sharing the pool may narrow
@@ -55,14 +38,8 @@ func Derive(networkName string, r ipam.Range, rules Rules) (*ipamv1.IPPool, erro
 	if r.Gateway.IsValid() {
 		p.Spec.Gateway = r.Gateway.String()
 	}
-	if !rules.Overlapping {
-		p.Spec.OverlappingRanges = ipamv1.OverlappingRangesDisabled
-	}
-	if rules.Cooldown > 0 {
-		p.Spec.ReuseCooldown = rules.Cooldown.String()
-	}
-	if rules.Sticky {
-		p.Spec.StatefulSets = ipamv1.StatefulSetsSticky
+	for _, rule := range poolRules {
+		rule.record(rules, &p.Spec)
 	}
 	return p, nil
 }

@@ -14,6 +14,25 @@ func Overlapping(p *ipamv1.IPPool) bool {
 	return p.Spec.OverlappingRanges != ipamv1.OverlappingRangesDisabled
 }
 
+// overlappingRule is the overlapping-ranges mode. A config that disagrees keeps its own mode, so
+// that it can still release what it claimed before the pool recorded one.
+var overlappingRule = rule{
+	state: func(c *ipam.Config, r *Rules) { r.Overlapping = c.EnableOverlappingRanges },
+	record: func(r Rules, spec *ipamv1.IPPoolSpec) {
+		if !r.Overlapping {
+			spec.OverlappingRanges = ipamv1.OverlappingRangesDisabled
+		}
+	},
+	resolve: func(p *ipamv1.IPPool, c *ipam.Config, r *Rules) error {
+		recorded, err := ResolveOverlapping(p, c)
+		if err != nil {
+			recorded = c.EnableOverlappingRanges
+		}
+		r.Overlapping = recorded
+		return err
+	},
+}
+
 // ResolveOverlapping returns the enable_overlapping_ranges that config c draws from pool p with.
 // Every config of one pool must use the pool's mode, because the mode names the reservation (the
 // lock) of an address: two configs that disagree would each claim an address under its own name

@@ -13,6 +13,21 @@ func Sticky(p *ipamv1.IPPool) bool {
 	return p.Spec.StatefulSets == ipamv1.StatefulSetsSticky
 }
 
+// stickyRule is statefulSets. A config that disagrees still releases by the pool's setting.
+var stickyRule = rule{
+	state: func(c *ipam.Config, r *Rules) { r.Sticky = c.Sticky() },
+	record: func(r Rules, spec *ipamv1.IPPoolSpec) {
+		if r.Sticky {
+			spec.StatefulSets = ipamv1.StatefulSetsSticky
+		}
+	},
+	resolve: func(p *ipamv1.IPPool, c *ipam.Config, r *Rules) error {
+		sticky, err := ResolveSticky(p, c)
+		r.Sticky = sticky
+		return err
+	},
+}
+
 // ResolveSticky returns whether config c draws from pool p with sticky StatefulSet addresses. It is
 // the pool's setting, because the rule is about the pool's addresses: a config that does not state
 // statefulSets follows the pool; one that states another value is refused, so that a NAD author

@@ -22,6 +22,7 @@ import (
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
 	"github.com/netpool/netpool/internal/scheme"
 	"github.com/netpool/netpool/test/poll"
+	"github.com/netpool/netpool/test/harness"
 )
 
 // servedTimeout bounds how long StartControlPlane waits for the netpool kinds to be served again
@@ -94,9 +95,7 @@ func Start(t testing.TB) *Env {
 // Start and Shared call it, so a test that needs an API server skips by asking for one.
 func SkipShort(t testing.TB) {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("needs a kube-apiserver and etcd (envtest); skipped under -short")
-	}
+	harness.SkipShort(t, "a kube-apiserver and etcd (envtest)")
 }
 
 // The tools modules under hack/ whose kube-apiserver and etcd Start and StartBare run.
