@@ -21,8 +21,8 @@ import (
 
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
 	"github.com/netpool/netpool/internal/scheme"
-	"github.com/netpool/netpool/test/poll"
 	"github.com/netpool/netpool/test/harness"
+	"github.com/netpool/netpool/test/poll"
 )
 
 // servedTimeout bounds how long StartControlPlane waits for the netpool kinds to be served again
