@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -90,12 +91,25 @@ func (s *Store) ownerReservations(ctx context.Context, pool string, o ipamv1.Res
 			out = append(out, r)
 		}
 	}
+	// The owner's address first: of two (a request replaced one), the other gives way and goes.
+	slices.SortStableFunc(out, func(a, b ipamv1.OverlappingRangeIPReservation) int {
+		switch {
+		case ipamv1.OwnerAddressOf(&b, false).GivesWayTo(ipamv1.OwnerAddressOf(&a, false)):
+			return -1
+		case ipamv1.OwnerAddressOf(&a, false).GivesWayTo(ipamv1.OwnerAddressOf(&b, false)):
+			return 1
+		}
+		return 0
+	})
 	return out, nil
 }
 
-// giveUpForRequest releases reservation name of persistent owner o, so that the address the
+// giveUpForRequest lets reservation name of persistent owner o go, so that the address the
 // attachment requests becomes the owner's instead: a requested ips wins, and is remembered. An
-// address still bound to another attachment is not taken from it.
+// address still bound to another attachment is not taken from it. The reservation is not deleted
+// here (node isolation lets no agent delete a persistently owned reservation, or a node could free
+// another's address by taking it over first): unbound, it gives way to the requested one
+// (ipamv1.OwnerAddress), and the controller's GC releases it.
 func (s *Store) giveUpForRequest(ctx context.Context, name string, o ipamv1.ReservationOwner, user ipamv1.ReservationUser, requested netip.Addr) error {
 	r := &ipamv1.OverlappingRangeIPReservation{}
 	err := s.retry(ctx, "read reservation "+name, func(ctx context.Context) error {
@@ -116,5 +130,9 @@ func (s *Store) giveUpForRequest(ctx context.Context, name string, o ipamv1.Rese
 				allocator.ErrAttachmentConflict, o.Key(), r.Spec.Address, u.ContainerID, u.IfName, u.Node, requested)
 		}
 	}
-	return s.deleteReservation(ctx, name, r.UID)
+	if len(r.Spec.Users) > 0 && r.Spec.Node == s.node {
+		// This attachment itself was bound to it: it leaves, so that the old address is unbound.
+		return s.removeUser(ctx, name, r.UID, allocator.Owner{ContainerID: user.ContainerID, IfName: user.IfName})
+	}
+	return nil
 }
