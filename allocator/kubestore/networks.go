@@ -23,6 +23,9 @@ type networkElement struct {
 	// ClaimRef is the IPAMClaim (in the pod's namespace) that owns this attachment's addresses
 	// (specification section 4.1.2.1.11).
 	ClaimRef string `json:"ipam-claim-reference"`
+	// ClaimRefs is how many elements of the pod reference ClaimRef, this one included (set by
+	// attachmentElement): a claim without spec.interface may belong to one attachment only.
+	ClaimRefs int `json:"-"`
 }
 
 // attachmentElement finds, in a pod's networks annotation, the element of the attachment with
@@ -59,6 +62,13 @@ func attachmentElement(annotation, ifName string) (networkElement, bool, error) 
 	}
 	if match == nil {
 		return networkElement{}, false, nil
+	}
+	if match.ClaimRef != "" {
+		for i := range els {
+			if els[i].ClaimRef == match.ClaimRef {
+				match.ClaimRefs++
+			}
+		}
 	}
 	return *match, true, nil
 }

@@ -71,3 +71,22 @@ func FuzzAttachmentElement(f *testing.F) {
 		}
 	})
 }
+
+// TestAttachmentElementCountsClaimReferences: a claim without spec.interface belongs to one
+// attachment, so the element found says how many elements of the pod reference its claim.
+func TestAttachmentElementCountsClaimReferences(t *testing.T) {
+	for _, tt := range []struct {
+		annotation string
+		want       int
+	}{
+		{`[{"name":"vm-net","ipam-claim-reference":"vm1.anet"}]`, 1},
+		{`[{"name":"vm-net","ipam-claim-reference":"vm1.anet"},{"name":"other","ipam-claim-reference":"vm1.bnet"}]`, 1},
+		{`[{"name":"vm-net","ipam-claim-reference":"vm1.anet"},{"name":"vm-net","interface":"net7","ipam-claim-reference":"vm1.anet"}]`, 2},
+		{`[{"name":"vm-net"}]`, 0},
+	} {
+		el, found, err := attachmentElement(tt.annotation, "net1")
+		if err != nil || !found || el.ClaimRefs != tt.want {
+			t.Errorf("%s: element %+v found %v, %v; want %d references of its claim", tt.annotation, el, found, err, tt.want)
+		}
+	}
+}

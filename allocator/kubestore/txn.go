@@ -150,7 +150,23 @@ func (t *txn) Get(ctx context.Context, key string, owner allocator.Owner) (alloc
 	if len(es) == 0 {
 		return allocator.Allocation{}, false, nil
 	}
+	t.noteHeld(key, es[0])
 	return allocationOf(key, u, es[0]), true, nil
+}
+
+// noteHeld records an address the attachment already holds for the call's persistent owner, so
+// that its IPAMClaim's status is written again when an earlier ADD's write failed: the runtime's
+// retry of that ADD finds the address held, and nothing else would write it.
+func (t *txn) noteHeld(key string, e entry) {
+	cu := t.b.claim
+	if cu == nil || e.persistent == "" || cu.owner.Key() != e.persistent {
+		return
+	}
+	for i := range t.b.cfg.Ranges {
+		if t.b.cfg.PoolKey(i) == key {
+			cu.bound[key] = netip.PrefixFrom(e.addr, t.b.cfg.Ranges[i].Subnet.Bits())
+		}
+	}
 }
 
 // ClaimNext claims a free address: first from the node's own blocks (round-robin after the last
