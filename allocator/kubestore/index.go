@@ -144,16 +144,15 @@ func (x *index) put(r *ipamv1.OverlappingRangeIPReservation) {
 	x.byAddr[e.addr] = append(x.byAddr[e.addr], e)
 	if e.persistent != "" {
 		pk := persistentKey{e.pool, e.persistent}
-		if cur := x.byPersistent[pk]; cur == nil || cur.ownerAddress().GivesWayTo(e.ownerAddress()) {
+		if cur := x.byPersistent[pk]; cur == nil || cur.ownerAddress().givesWayTo(e.ownerAddress()) {
 			x.byPersistent[pk] = e
 		}
 	}
 }
 
-// ownerAddress is e's place among its owner's addresses in its pool (ipamv1.OwnerAddress), should
-// the owner hold two: the index finds the one the controller keeps.
-func (e *entry) ownerAddress() ipamv1.OwnerAddress {
-	return ipamv1.OwnerAddress{Name: e.name, Bound: len(e.users) > 0, Created: e.created}
+// ownerAddress is e's place among its owner's addresses in its pool, should the owner hold two.
+func (e *entry) ownerAddress() ownerAddress {
+	return ownerAddress{name: e.name, bound: len(e.users) > 0, created: e.created}
 }
 
 // remove forgets the reservation name if the index holds the object uid (an empty uid matches any).

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 // NetworksAnnotation is the pod annotation in which Multus reads the pod's network selection
@@ -71,4 +73,23 @@ func attachmentElement(annotation, ifName string) (networkElement, bool, error) 
 		}
 	}
 	return *match, true, nil
+}
+
+// ReferencesClaim reports whether a network selection element of pod references the IPAMClaim
+// claim of the pod's namespace: the pod is one of the claim's (a VM's launcher pod).
+func ReferencesClaim(pod *corev1.Pod, claim string) bool {
+	text := strings.TrimSpace(pod.Annotations[NetworksAnnotation])
+	if !strings.HasPrefix(text, "[") {
+		return false
+	}
+	var els []networkElement
+	if json.Unmarshal([]byte(text), &els) != nil || len(els) > maxNetworkElements {
+		return false
+	}
+	for _, el := range els {
+		if el.ClaimRef == claim {
+			return true
+		}
+	}
+	return false
 }

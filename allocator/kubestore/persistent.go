@@ -248,23 +248,11 @@ func (s *Store) removeUser(ctx context.Context, name string, uid types.UID, owne
 			s.index.remove(name, "", false)
 			return nil
 		}
-		users := []ipamv1.ReservationUser{}
-		for _, x := range r.Spec.Users {
-			if x.ContainerID != owner.ContainerID || x.IfName != owner.IfName || x.Node != s.node {
-				users = append(users, x)
-			}
-		}
-		if len(users) == len(r.Spec.Users) {
+		if !r.DropUsers(func(x ipamv1.ReservationUser) bool {
+			return x.ContainerID == owner.ContainerID && x.IfName == owner.IfName && x.Node == s.node
+		}) {
 			s.index.put(r)
 			return nil
-		}
-		r.Spec.Users = users
-		if len(users) == 0 {
-			r.Spec.Users = nil
-		} else if r.Spec.ContainerID == owner.ContainerID && r.Spec.IfName == owner.IfName {
-			// The holder goes while others stay bound: the last bound of them holds it now.
-			last := users[len(users)-1]
-			r.Spec.ContainerID, r.Spec.IfName, r.Spec.PodRef, r.Spec.PodUID = last.ContainerID, last.IfName, last.PodRef, last.PodUID
 		}
 		err = s.retry(ctx, "unbind reservation "+name, func(ctx context.Context) error {
 			return s.client.Update(ctx, r)

@@ -94,9 +94,9 @@ func (s *Store) ownerReservations(ctx context.Context, pool string, o ipamv1.Res
 	// The owner's address first: of two (a request replaced one), the other gives way and goes.
 	slices.SortStableFunc(out, func(a, b ipamv1.OverlappingRangeIPReservation) int {
 		switch {
-		case ipamv1.OwnerAddressOf(&b, false).GivesWayTo(ipamv1.OwnerAddressOf(&a, false)):
+		case ownerAddressOf(&b).givesWayTo(ownerAddressOf(&a)):
 			return -1
-		case ipamv1.OwnerAddressOf(&a, false).GivesWayTo(ipamv1.OwnerAddressOf(&b, false)):
+		case ownerAddressOf(&a).givesWayTo(ownerAddressOf(&b)):
 			return 1
 		}
 		return 0
@@ -109,7 +109,7 @@ func (s *Store) ownerReservations(ctx context.Context, pool string, o ipamv1.Res
 // address still bound to another attachment is not taken from it. The reservation is not deleted
 // here (node isolation lets no agent delete a persistently owned reservation, or a node could free
 // another's address by taking it over first): unbound, it gives way to the requested one
-// (ipamv1.OwnerAddress), and the controller's GC releases it.
+// (ownerAddress), and the controller's GC releases it once the owner's pod is bound there.
 func (s *Store) giveUpForRequest(ctx context.Context, name string, o ipamv1.ReservationOwner, user ipamv1.ReservationUser, requested netip.Addr) error {
 	r := &ipamv1.OverlappingRangeIPReservation{}
 	err := s.retry(ctx, "read reservation "+name, func(ctx context.Context) error {

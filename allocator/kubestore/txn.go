@@ -505,7 +505,9 @@ func (t *txn) rollback(ctx context.Context) error {
 		c := t.created[i]
 		undo := s.deleteReservation
 		if c.persistent {
-			undo = func(ctx context.Context, name string, uid types.UID) error { return s.removeUser(ctx, name, uid, c.owner) }
+			undo = func(ctx context.Context, name string, uid types.UID) error {
+				return s.removeUser(ctx, name, uid, c.owner)
+			}
 		}
 		if err := undo(ctx, c.name, c.uid); err != nil {
 			s.addPending(pendingClaim{name: c.name, pool: c.pool, owner: c.owner})

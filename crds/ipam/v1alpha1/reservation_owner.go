@@ -137,3 +137,29 @@ type ReservationUser struct {
 func (o *ReservationOwner) Is(want ReservationOwner) bool {
 	return o != nil && o.Key() == want.Key() && (o.UID == "" || want.UID == "" || o.UID == want.UID)
 }
+
+// DropUsers removes from r's users (spec.users) those drop selects, and reports whether any went.
+// When the holder (spec.containerID, ifName, podRef, podUID) goes while others stay bound, the last
+// bound of them becomes the holder, so that nothing finds the address under an attachment that
+// left it; when the last goes, the holder stays as a record of who held it last. The agent unbinds
+// its own attachments and the controller removes users whose pods are gone, both with it.
+func (r *OverlappingRangeIPReservation) DropUsers(drop func(ReservationUser) bool) bool {
+	var kept []ReservationUser
+	holderKept := false
+	for _, u := range r.Spec.Users {
+		if drop(u) {
+			continue
+		}
+		kept = append(kept, u)
+		holderKept = holderKept || u.ContainerID == r.Spec.ContainerID && u.IfName == r.Spec.IfName
+	}
+	if len(kept) == len(r.Spec.Users) {
+		return false
+	}
+	r.Spec.Users = kept
+	if len(kept) > 0 && !holderKept {
+		last := kept[len(kept)-1]
+		r.Spec.ContainerID, r.Spec.IfName, r.Spec.PodRef, r.Spec.PodUID = last.ContainerID, last.IfName, last.PodRef, last.PodUID
+	}
+	return true
+}
