@@ -126,10 +126,10 @@ func (r *gcReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 		return ctrl.Result{}, r.Release.release(ctx, res, v.Reason, v.Detail, facts.Pod)
 	}
 	if stale := gcpolicy.StaleUsers(res, facts); len(stale) > 0 {
-		// Removing them may leave no pod bound, which the next judgement acts on.
-		pruned, err := r.Release.prune(ctx, res, stale)
-		if err != nil || pruned {
-			return ctrl.Result{Requeue: pruned}, err
+		// The judgement already counted them as unbound, so removing them changes no verdict; a
+		// reservation changed since it was read is left for its next judgement.
+		if _, err := r.Release.prune(ctx, res, stale); err != nil {
+			return ctrl.Result{}, err
 		}
 	}
 	return r.keep(ctx, res, v), nil

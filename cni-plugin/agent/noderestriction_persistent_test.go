@@ -110,11 +110,11 @@ func testPersistentOwnerHoles(t *testing.T, env *envtest.Env, sh *shim, na *runn
 	})
 
 	t.Run("an idle owner's address cannot be taken over and deleted", func(t *testing.T) {
-		r := vm(t, "vm-i")
+		vm(t, "vm-i")
 		if _, err := sh.call("DEL", "vm-i", "K8S_POD_NAMESPACE=default;K8S_POD_NAME=launcher-vm-i", netConf(network, na.socket, extra)); err != nil {
 			t.Fatalf("DEL of the stopped VM: %v", err)
 		}
-		r = claimReservation(t, env, "vm-i.net1")
+		r := claimReservation(t, env, "vm-i.net1")
 		if len(r.Spec.Users) != 0 {
 			t.Fatalf("after DEL the reservation has users %+v, want none (idle)", r.Spec.Users)
 		}
