@@ -3,6 +3,9 @@ package kubestore
 import (
 	"strings"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 func TestAttachmentElement(t *testing.T) {
@@ -68,6 +71,11 @@ func FuzzAttachmentElement(f *testing.F) {
 		}
 		if found && el.Interface != "" && el.Interface != ifName {
 			t.Fatalf("element of interface %q returned for %q", el.Interface, ifName)
+		}
+		// The controller's reading of the same annotation (is the pod one of the claim's?) agrees.
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{NetworksAnnotation: annotation}}}
+		if found && el.ClaimRef != "" && !ReferencesClaim(pod, el.ClaimRef) {
+			t.Fatalf("element references claim %q, which ReferencesClaim does not see", el.ClaimRef)
 		}
 	})
 }
