@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -84,7 +85,7 @@ Examples:
 				if cmd.Flags().Changed("network") {
 					return fmt.Errorf("--network selects pools in a cluster; an embedded store is checked whole")
 				}
-				report, err = checkBolt(opts)
+				report, err = checkBolt(cmd.Context(), opts)
 			} else {
 				var c clusterChecker
 				if c.client, err = opts.kubeClient(); err != nil {
@@ -119,11 +120,11 @@ Examples:
 }
 
 // checkBolt verifies the embedded store at --db; --request-timeout bounds the wait for a writer.
-func checkBolt(opts *options) (checkReport, error) {
+func checkBolt(ctx context.Context, opts *options) (checkReport, error) {
 	if opts.timeout <= 0 {
 		return checkReport{}, fmt.Errorf("--request-timeout must be positive, not %s", opts.timeout)
 	}
-	v, err := boltstore.Verify(opts.db, opts.timeout)
+	v, err := boltstore.Verify(ctx, opts.db, opts.timeout)
 	if err != nil {
 		return checkReport{}, err
 	}
