@@ -56,10 +56,13 @@ another, not at one instant. On a cluster that is changing, check again before a
 finding. --network limits the check to the pools of one network name and their reservations
 and slices.
 
-With --db it checks an embedded store file, opened read-only and never created: bbolt's own
-consistency check, and that netpool's indexes agree with the allocation records (the owners
-index, each pool's used runs, each overlap scope's runs), that every record decodes and that
-every address lies in its pool's subnet.
+With --db it checks an embedded store file, opened read-only and never created: that its page
+graph is sound (every page bbolt would follow lies in the file and is reached once, so a
+cycle or an overflow past the file is refused at once), bbolt's own consistency check, and
+that netpool's indexes agree with the allocation records (the owners index, each pool's used
+runs, each overlap scope's runs), that every record decodes and that every address lies in
+its pool's subnet. It waits at most --request-timeout for a plugin that is writing; SIGTERM
+or SIGINT ends it at once.
 
 Examples:
   # Check the cluster
