@@ -73,7 +73,8 @@ func lastElement(db []byte, id uint64) int {
 // ancestor (itself, or its parent in a deeper tree) once made ADD die of a stack overflow (exit 2,
 // no CNI JSON, ~1 GB) while STATUS said ready; a leaf with overflow 0xffffffff sent it counting
 // pages without bound. The built plugin must answer 105 as JSON to ADD and DEL and 50 to STATUS,
-// each time, quickly and in a few MiB.
+// each time, within seconds. (The child's peak RSS is not asserted: the kernel charges it the
+// test binary's, which it shares until exec.)
 func TestPageCycleAnswersUnusable(t *testing.T) {
 	netpoolPath(t) // built before the test's time starts
 	ctx := testContext(t)
@@ -117,8 +118,8 @@ func TestPageCycleAnswersUnusable(t *testing.T) {
 					if !strings.Contains(string(out.Stdout), f.dbPath) || !strings.Contains(string(out.Stdout), d.words) {
 						t.Errorf("%s's error %s does not name the file and say %q", c.verb, out.Stdout, d.words)
 					}
-					if out.Elapsed > 10*time.Second || out.MaxRSSKiB > 64<<10 {
-						t.Errorf("%s took %s and %d KiB; want an answer in seconds and a few MiB", c.verb, out.Elapsed, out.MaxRSSKiB)
+					if out.Elapsed > 10*time.Second {
+						t.Errorf("%s took %s; want an answer in seconds", c.verb, out.Elapsed)
 					}
 				}
 			}
@@ -153,9 +154,6 @@ func TestCheckOfPageCycleIsBounded(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "overflow pages, past the high-water mark") || !strings.Contains(stderr.String(), f.dbPath) {
 		t.Errorf("netpoolctl check's error %q does not name the file and the page", stderr.String())
-	}
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok && ru.Maxrss > 64<<10 {
-		t.Errorf("netpoolctl check used %d KiB", ru.Maxrss)
 	}
 }
 
