@@ -15,7 +15,7 @@ const (
 	// ReasonNodeDeleted: the reservation's node was deleted.
 	ReasonNodeDeleted = "NodeDeleted"
 	// ReasonOwnerDeleted: the reservation's persistent owner (an IPAMClaim, a StatefulSet) was
-	// deleted.
+	// deleted (a claim made again under its name is another claim), and no pod is bound to it.
 	ReasonOwnerDeleted = "OwnerDeleted"
 	// ReasonSliceEmpty: a slice (not a reservation) held no reservation of its node for the
 	// controller's slice grace period and went back to its pool.
@@ -23,4 +23,8 @@ const (
 	// ReasonOwnerScaledDown: the reservation's owner is a StatefulSet scaled to the reservation's
 	// ordinal or below.
 	ReasonOwnerScaledDown = "OwnerScaledDown"
+	// ReasonSuperseded: no pod is bound to the reservation, and its persistent owner's pod is bound
+	// to another address of the owner in the pool (a requested address replaced a StatefulSet
+	// ordinal's; two first ADDs of one claim each claimed one).
+	ReasonSuperseded = "Superseded"
 )

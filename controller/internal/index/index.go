@@ -7,6 +7,7 @@ package index
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -18,8 +19,10 @@ import (
 
 // The indexes' field names.
 const (
-	// ReservationPod indexes reservations by spec.podRef ("namespace/name"): a pod event finds the
-	// reservations of that pod.
+	// ReservationPod indexes reservations by the pods they name ("namespace/name"): spec.podRef
+	// and, for a persistently owned address, each user's podRef. A pod event finds the
+	// reservations of that pod, including one whose holder has moved on (a finished migration's
+	// source, whose user the GC removes once the pod is gone).
 	ReservationPod = "spec.podRef"
 	// ReservationNode indexes reservations by spec.node: a deleted node's reservations.
 	ReservationNode = "spec.node"
@@ -98,10 +101,19 @@ func Setup(ctx context.Context, idx Indexer, fields []Field) error {
 
 func reservationPod(obj client.Object) []string {
 	r, ok := obj.(*ipamv1.OverlappingRangeIPReservation)
-	if !ok || r.Spec.PodRef == "" {
+	if !ok {
 		return nil
 	}
-	return []string{r.Spec.PodRef}
+	var refs []string
+	if r.Spec.PodRef != "" {
+		refs = append(refs, r.Spec.PodRef)
+	}
+	for _, u := range r.Spec.Users {
+		if u.PodRef != "" && !slices.Contains(refs, u.PodRef) {
+			refs = append(refs, u.PodRef)
+		}
+	}
+	return refs
 }
 
 func reservationNode(obj client.Object) []string {

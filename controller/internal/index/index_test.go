@@ -34,6 +34,10 @@ func TestIndexFunctions(t *testing.T) {
 	pool := &ipamv1.IPPool{Spec: ipamv1.IPPoolSpec{NetworkName: "blue"}}
 	claimed := ctrltest.NewReservation("p", "10.0.0.6", pod, "node-a")
 	claimed.Spec.Owner = &ipamv1.ReservationOwner{Kind: ipamv1.OwnerIPAMClaim, Namespace: "vms", Name: "vm-a.net1"}
+	migrated := claimed.DeepCopy()
+	migrated.Spec.PodRef = "vms/launcher-2"
+	migrated.Spec.Users = []ipamv1.ReservationUser{{ContainerID: "a", IfName: "net1", PodRef: "vms/launcher-1", Node: "node-a"},
+		{ContainerID: "b", IfName: "net1", PodRef: "vms/launcher-2", Node: "node-b"}, {ContainerID: "c", IfName: "net1", Node: "node-c"}}
 	nad := func(ipam string) *nadv1.NetworkAttachmentDefinition { return ctrltest.TestNAD(ctrltest.Conflist(ipam)) }
 	tests := []struct {
 		name    string
@@ -43,6 +47,7 @@ func TestIndexFunctions(t *testing.T) {
 	}{
 		{"reservation by pod", ext(&ipamv1.OverlappingRangeIPReservation{}, index.ReservationPod), res, "ns/web"},
 		{"reservation without pod", ext(&ipamv1.OverlappingRangeIPReservation{}, index.ReservationPod), ctrltest.NewReservation("p", "10.0.0.5", nil, "n"), ""},
+		{"reservation by its holder's and users' pods", ext(&ipamv1.OverlappingRangeIPReservation{}, index.ReservationPod), migrated, "vms/launcher-2 vms/launcher-1"},
 		{"reservation by node", ext(&ipamv1.OverlappingRangeIPReservation{}, index.ReservationNode), res, "node-a"},
 		{"reservation without node", ext(&ipamv1.OverlappingRangeIPReservation{}, index.ReservationNode), ctrltest.NewReservation("p", "10.0.0.5", nil, ""), ""},
 		{"reservation by node and pool", ext(&ipamv1.OverlappingRangeIPReservation{}, index.ReservationNodePool), res, "node-a/p"},
