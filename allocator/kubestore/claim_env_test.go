@@ -19,6 +19,7 @@ import (
 
 	"github.com/netpool/netpool/allocator"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
+	"github.com/netpool/netpool/internal/podowner"
 	"github.com/netpool/netpool/test/envtest"
 	"github.com/netpool/netpool/test/poll"
 )
@@ -57,7 +58,7 @@ func TestClaims(t *testing.T) {
 	}
 	pod := func(t *testing.T, name, networks string) string {
 		t.Helper()
-		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: map[string]string{NetworksAnnotation: networks}},
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: map[string]string{podowner.NetworksAnnotation: networks}},
 			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "compute", Image: "virt-launcher"}}}}
 		if err := env.Client.Create(ctx, p); err != nil {
 			t.Fatal(err)

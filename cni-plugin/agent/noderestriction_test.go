@@ -19,9 +19,9 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/netpool/netpool/allocator/kubestore"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
 	"github.com/netpool/netpool/internal/kubeclient"
+	"github.com/netpool/netpool/internal/podowner"
 	"github.com/netpool/netpool/test/envtest"
 	"github.com/netpool/netpool/test/poll"
 )
@@ -202,7 +202,7 @@ func testClaimTakeOver(t *testing.T, env *envtest.Env, sh *shim, na, nb *running
 	for _, name := range []string{"launcher-src", "launcher-dst"} {
 		pod := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, Annotations: map[string]string{
-				kubestore.NetworksAnnotation: `[{"name":"iso-vm","interface":"net1","ipam-claim-reference":"vm-a.net1"}]`}},
+				podowner.NetworksAnnotation: `[{"name":"iso-vm","interface":"net1","ipam-claim-reference":"vm-a.net1"}]`}},
 			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "compute", Image: "virt-launcher"}}},
 		}
 		if err := env.Client.Create(ctx, pod); err != nil {

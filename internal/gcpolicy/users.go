@@ -8,8 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/netpool/netpool/allocator/kubestore"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
+	"github.com/netpool/netpool/internal/podowner"
 )
 
 // persistentFacts gathers the facts of a persistently owned reservation: its owner, the pods of its
@@ -141,16 +141,16 @@ func successor(ctx context.Context, c client.Reader, r *ipamv1.OverlappingRangeI
 
 // OwnersPod reports whether pod is one of persistent owner o's: a pod whose network selection
 // elements reference the IPAMClaim, or the StatefulSet's pod of the ordinal (by the agent's own
-// identity rule, kubestore.StatefulSetOwner).
+// identity rule, podowner.StatefulSet).
 func OwnersPod(o ipamv1.ReservationOwner, pod *corev1.Pod) bool {
 	if pod.Namespace != o.Namespace {
 		return false
 	}
 	switch o.Kind {
 	case ipamv1.OwnerIPAMClaim:
-		return kubestore.ReferencesClaim(pod, o.Name)
+		return podowner.ReferencesClaim(pod, o.Name)
 	case ipamv1.OwnerStatefulSet:
-		owner, err := kubestore.StatefulSetOwner(pod, o.Interface)
+		owner, err := podowner.StatefulSet(pod, o.Interface)
 		return err == nil && owner.Is(o)
 	}
 	return false

@@ -15,8 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
-	"github.com/netpool/netpool/allocator/kubestore"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
+	"github.com/netpool/netpool/internal/podowner"
 	"github.com/netpool/netpool/internal/scheme"
 )
 
@@ -39,7 +39,7 @@ var (
 func stsPod(name, uid, node string, phase corev1.PodPhase) *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: name, UID: types.UID(uid),
-			Labels:          map[string]string{kubestore.PodIndexLabel: strings.TrimPrefix(name, "db-")},
+			Labels:          map[string]string{podowner.PodIndexLabel: strings.TrimPrefix(name, "db-")},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "db", Controller: ptr.To(true)}}},
 		Spec:   corev1.PodSpec{NodeName: node},
 		Status: corev1.PodStatus{Phase: phase},
@@ -169,7 +169,7 @@ func TestSuperseded(t *testing.T) {
 	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "db"}, Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](3)}}
 	idle := stsReservation("idle", "10.0.0.5", old)
 	imposter := stsPod("imposter", "ui", "node-b", corev1.PodRunning)
-	imposter.Labels[kubestore.PodIndexLabel] = "1"
+	imposter.Labels[podowner.PodIndexLabel] = "1"
 	otherPool := stsReservation("other-pool", "10.0.1.9", newer, user("dst", "apps/db-1", "u1", "node-a"))
 	otherPool.Spec.Pool = "q"
 	for _, tt := range []struct {

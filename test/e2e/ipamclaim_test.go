@@ -21,6 +21,7 @@ import (
 	"github.com/netpool/netpool/cni-plugin/ipamplugin"
 	"github.com/netpool/netpool/controller"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
+	"github.com/netpool/netpool/internal/podowner"
 	"github.com/netpool/netpool/test/envtest"
 	"github.com/netpool/netpool/test/poll"
 )
@@ -177,7 +178,7 @@ func TestIPAMClaims(t *testing.T) {
 	t.Run("a claim reference that is no object name", func(t *testing.T) {
 		pod := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bad-ref", Annotations: map[string]string{
-				kubestore.NetworksAnnotation: `[{"name":"vm-net","interface":"net1","ipam-claim-reference":"team-b/vmx.net1"}]`}},
+				podowner.NetworksAnnotation: `[{"name":"vm-net","interface":"net1","ipam-claim-reference":"team-b/vmx.net1"}]`}},
 			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "compute", Image: "virt-launcher"}}},
 		}
 		must(t, c.Create(ctx, pod))
@@ -226,7 +227,7 @@ func mustLauncher(ctx context.Context, t *testing.T, c client.Client, ns, name, 
 	t.Helper()
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: map[string]string{
-			kubestore.NetworksAnnotation: fmt.Sprintf(`[{"name":"vm-net","namespace":%q,"interface":"net1","ipam-claim-reference":%q}]`, ns, claim),
+			podowner.NetworksAnnotation: fmt.Sprintf(`[{"name":"vm-net","namespace":%q,"interface":"net1","ipam-claim-reference":%q}]`, ns, claim),
 		}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "compute", Image: "virt-launcher"}}},
 	}

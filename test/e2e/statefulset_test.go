@@ -15,9 +15,9 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/netpool/netpool/allocator/kubestore"
 	"github.com/netpool/netpool/controller"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
+	"github.com/netpool/netpool/internal/podowner"
 	"github.com/netpool/netpool/test/envtest"
 	"github.com/netpool/netpool/test/poll"
 )
@@ -233,7 +233,7 @@ func mustStatefulSetPod(ctx context.Context, t *testing.T, c client.Client, sts 
 	t.Helper()
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: sts.Namespace, Name: name,
-			Labels: map[string]string{"app": sts.Name, kubestore.PodIndexLabel: fmt.Sprint(ordinal)},
+			Labels: map[string]string{"app": sts.Name, podowner.PodIndexLabel: fmt.Sprint(ordinal)},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: sts.Name,
 				UID: sts.UID, Controller: ptr.To(true)}},
 		},

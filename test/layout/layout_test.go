@@ -44,7 +44,7 @@ var rules = []rule{
 	{
 		why: "the shared models are imported by the daemons and the CLI, so they import neither",
 		from: []string{module + "/internal/ippool", module + "/internal/gcpolicy", module + "/internal/reservation",
-			module + "/internal/scheme"},
+			module + "/internal/scheme", module + "/internal/podowner"},
 		not: []string{module + "/controller/...", module + "/cni-plugin/...", module + "/cli/...", module + "/allocator/kubestore",
 			module + "/allocator/boltstore", "sigs.k8s.io/controller-runtime/pkg/manager", "sigs.k8s.io/controller-runtime/pkg/cache"},
 	},

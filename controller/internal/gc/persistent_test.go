@@ -14,10 +14,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
-	"github.com/netpool/netpool/allocator/kubestore"
 	"github.com/netpool/netpool/controller/internal/ctrltest"
 	"github.com/netpool/netpool/controller/internal/release"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
+	"github.com/netpool/netpool/internal/podowner"
 )
 
 // TestGCReconcilePersistent: the GC removes the users whose pods are gone from a persistently
@@ -30,7 +30,7 @@ func TestGCReconcilePersistent(t *testing.T) {
 	}
 	pod := func(uid, node string) *corev1.Pod {
 		return &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "db-1", UID: types.UID(uid), Labels: map[string]string{kubestore.PodIndexLabel: "1"},
+			ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "db-1", UID: types.UID(uid), Labels: map[string]string{podowner.PodIndexLabel: "1"},
 				OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "db", Controller: ptr.To(true)}}},
 			Spec: corev1.PodSpec{NodeName: node}, Status: corev1.PodStatus{Phase: corev1.PodRunning},
 		}

@@ -43,10 +43,10 @@ import (
 	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/netpool/netpool/allocator/kubestore"
 	"github.com/netpool/netpool/cni-plugin/agent"
 	"github.com/netpool/netpool/cni-plugin/agentproto"
 	"github.com/netpool/netpool/cni-plugin/ipamplugin"
+	"github.com/netpool/netpool/internal/podowner"
 	"github.com/netpool/netpool/internal/scheme"
 )
 
@@ -279,7 +279,7 @@ func (p *plugin) podAndClaim(ctx context.Context, c client.Client, name string, 
 		return err
 	}
 	return c.Create(ctx, &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "vms", Name: name, Annotations: map[string]string{kubestore.NetworksAnnotation: string(ann)}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "vms", Name: name, Annotations: map[string]string{podowner.NetworksAnnotation: string(ann)}},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "compute", Image: "virt-launcher"}}},
 	})
 }

@@ -1,4 +1,4 @@
-package kubestore
+package podowner
 
 import (
 	"encoding/json"
@@ -12,12 +12,12 @@ import (
 // elements (NAD specification v1.3, section 4.1.2.1).
 const NetworksAnnotation = "k8s.v1.cni.cncf.io/networks"
 
-// maxNetworkElements bounds the elements read from one annotation: the annotation is written by
+// maxElements bounds the elements read from one annotation: the annotation is written by
 // whoever creates the pod, and Multus itself attaches far fewer interfaces.
-const maxNetworkElements = 64
+const maxElements = 64
 
-// networkElement is the part of a network selection element netpool reads.
-type networkElement struct {
+// Element is the part of a network selection element netpool reads.
+type Element struct {
 	Name      string   `json:"name"`
 	Namespace string   `json:"namespace"`
 	Interface string   `json:"interface"`
@@ -26,29 +26,29 @@ type networkElement struct {
 	// (specification section 4.1.2.1.11).
 	ClaimRef string `json:"ipam-claim-reference"`
 	// ClaimRefs is how many elements of the pod reference ClaimRef, this one included (set by
-	// attachmentElement): a claim without spec.interface may belong to one attachment only.
+	// AttachmentElement): a claim without spec.interface may belong to one attachment only.
 	ClaimRefs int `json:"-"`
 }
 
-// attachmentElement finds, in a pod's networks annotation, the element of the attachment with
+// AttachmentElement finds, in a pod's networks annotation, the element of the attachment with
 // interface ifName: the element that names it, or else the element Multus names net<N> by its
 // 1-based position (Multus passes the interface name but neither the element nor its
 // ipam-claim-reference to a delegate). Elements of the short form ("ns/name@if", comma
 // separated) cannot carry a claim reference: found is then false. An annotation that is not one
 // of the two forms is an error.
-func attachmentElement(annotation, ifName string) (networkElement, bool, error) {
+func AttachmentElement(annotation, ifName string) (Element, bool, error) {
 	text := strings.TrimSpace(annotation)
 	if text == "" || !strings.HasPrefix(text, "[") {
-		return networkElement{}, false, nil
+		return Element{}, false, nil
 	}
-	var els []networkElement
+	var els []Element
 	if err := json.Unmarshal([]byte(text), &els); err != nil {
-		return networkElement{}, false, fmt.Errorf("annotation %s is not a list of network selection elements: %w", NetworksAnnotation, err)
+		return Element{}, false, fmt.Errorf("annotation %s is not a list of network selection elements: %w", NetworksAnnotation, err)
 	}
-	if len(els) > maxNetworkElements {
-		return networkElement{}, false, fmt.Errorf("annotation %s has %d network selection elements, more than %d", NetworksAnnotation, len(els), maxNetworkElements)
+	if len(els) > maxElements {
+		return Element{}, false, fmt.Errorf("annotation %s has %d network selection elements, more than %d", NetworksAnnotation, len(els), maxElements)
 	}
-	var match *networkElement
+	var match *Element
 	for i := range els {
 		name := els[i].Interface
 		if name == "" {
@@ -58,12 +58,12 @@ func attachmentElement(annotation, ifName string) (networkElement, bool, error) 
 			continue
 		}
 		if match != nil {
-			return networkElement{}, false, fmt.Errorf("annotation %s has two network selection elements for interface %s", NetworksAnnotation, ifName)
+			return Element{}, false, fmt.Errorf("annotation %s has two network selection elements for interface %s", NetworksAnnotation, ifName)
 		}
 		match = &els[i]
 	}
 	if match == nil {
-		return networkElement{}, false, nil
+		return Element{}, false, nil
 	}
 	if match.ClaimRef != "" {
 		for i := range els {
@@ -82,8 +82,8 @@ func ReferencesClaim(pod *corev1.Pod, claim string) bool {
 	if !strings.HasPrefix(text, "[") {
 		return false
 	}
-	var els []networkElement
-	if json.Unmarshal([]byte(text), &els) != nil || len(els) > maxNetworkElements {
+	var els []Element
+	if json.Unmarshal([]byte(text), &els) != nil || len(els) > maxElements {
 		return false
 	}
 	for _, el := range els {

@@ -1,4 +1,4 @@
-package kubestore
+package podowner
 
 import (
 	"strings"
@@ -9,7 +9,7 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-func TestStatefulSetOwner(t *testing.T) {
+func TestStatefulSet(t *testing.T) {
 	pod := func(name string, labels map[string]string, refs ...metav1.OwnerReference) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: name, Labels: labels, OwnerReferences: refs}}
 	}
@@ -51,7 +51,7 @@ func TestStatefulSetOwner(t *testing.T) {
 			wantErr: `="9999999999999999..." disagrees`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			o, err := StatefulSetOwner(tt.pod, "net1")
+			o, err := StatefulSet(tt.pod, "net1")
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("error %v, want one containing %q", err, tt.wantErr)

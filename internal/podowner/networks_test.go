@@ -1,4 +1,4 @@
-package kubestore
+package podowner
 
 import (
 	"strings"
@@ -32,12 +32,12 @@ func TestAttachmentElement(t *testing.T) {
 		{name: "not JSON", ifName: "net1", annotation: `[{"name":`, wantErr: "is not a list of network selection elements"},
 		{name: "a claim reference of the wrong type", ifName: "net1", annotation: `[{"name":"a","ipam-claim-reference":7}]`,
 			wantErr: "is not a list of network selection elements"},
-		{name: "too many elements", ifName: "net1", annotation: "[" + strings.Repeat(`{"name":"a"},`, maxNetworkElements) + `{"name":"a"}]`,
+		{name: "too many elements", ifName: "net1", annotation: "[" + strings.Repeat(`{"name":"a"},`, maxElements) + `{"name":"a"}]`,
 			wantErr: "more than 64"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			el, found, err := attachmentElement(tt.annotation, tt.ifName)
+			el, found, err := AttachmentElement(tt.annotation, tt.ifName)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("error %v, want %q", err, tt.wantErr)
@@ -65,7 +65,7 @@ func FuzzAttachmentElement(f *testing.F) {
 		f.Add(seed, "net1")
 	}
 	f.Fuzz(func(t *testing.T, annotation, ifName string) {
-		el, found, err := attachmentElement(annotation, ifName)
+		el, found, err := AttachmentElement(annotation, ifName)
 		if err != nil && found {
 			t.Fatalf("found an element and an error %v", err)
 		}
@@ -92,7 +92,7 @@ func TestAttachmentElementCountsClaimReferences(t *testing.T) {
 		{`[{"name":"vm-net","ipam-claim-reference":"vm1.anet"},{"name":"vm-net","interface":"net7","ipam-claim-reference":"vm1.anet"}]`, 2},
 		{`[{"name":"vm-net"}]`, 0},
 	} {
-		el, found, err := attachmentElement(tt.annotation, "net1")
+		el, found, err := AttachmentElement(tt.annotation, "net1")
 		if err != nil || !found || el.ClaimRefs != tt.want {
 			t.Errorf("%s: element %+v found %v, %v; want %d references of its claim", tt.annotation, el, found, err, tt.want)
 		}
