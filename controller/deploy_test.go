@@ -34,7 +34,7 @@ import (
 const deployNamespace = "netpool-system"
 
 // controllerManifests are the files of deploy/ that run the controller, in the order an operator
-// applies them (deploy/crds/ first).
+// applies them (deploy/base/crds/ first).
 var controllerManifests = []string{"namespace.yaml", "controller-role.yaml", "controller-rbac.yaml", "controller.yaml"}
 
 func TestDeployManifestsApplyWithAServerSideDryRun(t *testing.T) {
@@ -43,7 +43,7 @@ func TestDeployManifestsApplyWithAServerSideDryRun(t *testing.T) {
 	files := []string{}
 	crds, err := filepath.Glob(filepath.Join("..", "deploy", "base", "crds", "*.yaml"))
 	if err != nil || len(crds) == 0 {
-		t.Fatalf("no CRDs in deploy/crds (%v)", err)
+		t.Fatalf("no CRDs in deploy/base/crds (%v)", err)
 	}
 	files = append(files, crds...)
 	for _, f := range controllerManifests {
@@ -184,7 +184,7 @@ func wantForbidden(t *testing.T, sa client.Client) {
 			return sa.Update(ctx, u)
 		},
 		// Deleting pools is granted: the controller removes derived pools that nothing uses
-		// (RBAC cannot narrow it to them; derived_pool_controller.go deletes no other).
+		// (RBAC cannot narrow it to them; package derivedpool deletes no other).
 		"delete every pool at once": func() error { return sa.DeleteAllOf(ctx, &ipamv1.IPPool{}) },
 		"update pools":              func() error { return sa.Update(ctx, pool) },
 		"delete nodes":              func() error { return sa.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}}) },

@@ -2,7 +2,7 @@
 // client and an informer cache that stay warm between CNI calls. A Store is the node's state; Bind
 // returns the allocator.Store of one CNI call.
 //
-// Data model (DESIGN.md, Kubernetes mode):
+// Data model (docs/kubernetes-mode.md, "Data model and the slice algorithm"):
 //
 //   - An allocation is one OverlappingRangeIPReservation named ReservationName(scope, address),
 //     created in one atomic Create: AlreadyExists means the address is taken, so the store tries

@@ -26,7 +26,7 @@ import (
 	"github.com/netpool/netpool/test/poll"
 )
 
-// TestNodeRestriction installs deploy/agent-rbac.yaml and deploy/agent-admission.yaml and runs two
+// TestNodeRestriction installs deploy/base/agent-rbac.yaml and deploy/base/agent-admission.yaml and runs two
 // agents with real pod-bound ServiceAccount tokens of two nodes, as the kubelet would give them.
 // Normal ADD and DEL work through both; every write one node's credentials make on the other
 // node's reservations and slices is denied, and so are forged objects, a pool that admits nobody
@@ -268,7 +268,7 @@ func testClaimTakeOver(t *testing.T, env *envtest.Env, sh *shim, na, nb *running
 }
 
 // grantUpdate gives the agent's ServiceAccount update on reservations and slices, which
-// deploy/agent-rbac.yaml never does.
+// deploy/base/agent-rbac.yaml never does.
 func grantUpdate(t *testing.T, env *envtest.Env) {
 	t.Helper()
 	ctx := context.Background()

@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/netpool/netpool/test/envtest"
-	"github.com/netpool/netpool/test/harness"
+	"github.com/netpool/netpool/test/harness/kustomize"
 )
 
 // minimumMinor is the oldest Kubernetes the README and docs/kubernetes-api.md state, and the
@@ -31,7 +31,7 @@ const minimumMinor = "33"
 // NAD CRD. The full overlay applies the same way to the version the other tests run. On 1.32 the
 // CRDs' validation rules would not compile (docs/kubernetes-api.md).
 func TestEveryOverlayAppliesOnTheMinimumKubernetes(t *testing.T) {
-	tree := harness.DeployWithLocal(t, harness.LocalOverlay(localTag))
+	tree := kustomize.DeployWithLocal(t, kustomize.LocalOverlay(localTag))
 	type overlay struct {
 		dir           string
 		prerequisites []string
@@ -62,7 +62,7 @@ func TestEveryOverlayAppliesOnTheMinimumKubernetes(t *testing.T) {
 			env.WaitCRDsEstablished(t)
 			if k.dir == "overlays/full" {
 				env.InstallNADCRD(t) // Multus', which the example NADs need
-				if n := kubectlApply(t, env, harness.RenderDeploy(t, "examples")); n != 5 {
+				if n := kubectlApply(t, env, kustomize.Render(t, "examples")); n != 5 {
 					t.Errorf("deploy/examples: %d objects applied, want 5", n)
 				}
 			}

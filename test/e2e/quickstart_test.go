@@ -18,6 +18,7 @@ import (
 
 	"github.com/netpool/netpool/test/envtest"
 	"github.com/netpool/netpool/test/harness"
+	"github.com/netpool/netpool/test/harness/kustomize"
 	"github.com/netpool/netpool/test/poll"
 )
 
@@ -48,7 +49,7 @@ func TestQuickStartKubernetes(t *testing.T) {
 	qs := readQuickStart(t)
 
 	// 1. kubectl apply -k deploy/base
-	base := harness.RenderDeploy(t, "base")
+	base := kustomize.Render(t, "base")
 	serverSideApply(ctx, t, env, base)
 
 	// 2. The agent DaemonSet's pod on node-1.

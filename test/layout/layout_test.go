@@ -71,6 +71,11 @@ var rules = []rule{
 		not:  []string{module + "/allocator/...", module + "/cni-plugin/...", module + "/controller/...", module + "/cli/...", module + "/internal/...", "k8s.io/client-go/...", "sigs.k8s.io/controller-runtime/...", "k8s.io/api/..."},
 	},
 	{
+		why:  "make demo is the bare-host quick start: it builds and links no Kubernetes client and no kustomize, so a cold run stays short",
+		from: []string{module + "/test/demo"},
+		not:  []string{"k8s.io/...", "sigs.k8s.io/...", module + "/test/envtest", module + "/test/harness/kustomize"},
+	},
+	{
 		why:    "no product code imports the test harnesses",
 		from:   []string{module + "/cmd/...", module + "/allocator/...", module + "/cni-plugin/...", module + "/controller/...", module + "/cli/...", module + "/internal/...", module + "/ipam/..."},
 		except: []string{module + "/controller/internal/ctrltest", module + "/allocator/storetest"},

@@ -31,7 +31,7 @@ import (
 // the reservation count from a tally kept by its own reservation events, so a reconcile costs
 // the same at 10 or 100,000 reservations, and it writes a pool's status at most once per
 // Interval, so a burst of allocations costs a few writes, not one per allocation. It also owns the
-// pool's finalizer (poolstatus_deletion.go), so that one writer sets all of a pool's conditions,
+// pool's finalizer (deletion.go), so that one writer sets all of a pool's conditions,
 // and it records a Warning Event when a pool turns Exhausted or its deletion starts to wait.
 type Reconciler struct {
 	// Client reads from the cache and writes to the API server.

@@ -1,4 +1,7 @@
-package harness
+// Package kustomize renders the repository's deploy/ with the kustomize library, as `kubectl apply -k`
+// does, for the tests of test/deploy and test/e2e. It is a package of its own so that what links the
+// rest of test/harness (make demo among them) links no kustomize and no Kubernetes client.
+package kustomize
 
 import (
 	"os"
@@ -10,11 +13,11 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 )
 
-// RenderDeploy builds the kustomization deploy/<dir> of the repository with the kustomize library,
+// Render builds the kustomization deploy/<dir> of the repository with the kustomize library,
 // as `kubectl apply -k` does, from a test package two levels below the root (test/<pkg>).
-func RenderDeploy(t testing.TB, dir string) []*unstructured.Unstructured {
+func Render(t testing.TB, dir string) []*unstructured.Unstructured {
 	t.Helper()
-	objs, err := BuildKustomization(filepath.Join("..", "..", "deploy", dir))
+	objs, err := Build(filepath.Join("..", "..", "deploy", dir))
 	if err != nil {
 		t.Fatalf("kustomize build deploy/%s: %v", dir, err)
 	}
@@ -47,8 +50,8 @@ func DeployWithLocal(t testing.TB, content string) string {
 	return dir
 }
 
-// BuildKustomization builds the kustomization at path with the kustomize library.
-func BuildKustomization(path string) ([]*unstructured.Unstructured, error) {
+// Build builds the kustomization at path with the kustomize library.
+func Build(path string) ([]*unstructured.Unstructured, error) {
 	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
 	resMap, err := k.Run(filesys.MakeFsOnDisk(), path)
 	if err != nil {
