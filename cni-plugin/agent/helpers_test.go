@@ -128,14 +128,42 @@ func (s *shim) addIP(t *testing.T, id string, stdin []byte) string {
 
 func firstIP(t *testing.T, out string) string {
 	t.Helper()
+	ip, err := resultIP(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ip
+}
+
+// resultIP returns the first address of a CNI result; it is firstIP for goroutines other than the
+// test's.
+func resultIP(out string) (string, error) {
 	var res struct {
 		IPs []struct{ Address string } `json:"ips"`
 	}
 	if err := json.Unmarshal([]byte(out), &res); err != nil || len(res.IPs) == 0 {
-		t.Fatalf("result %q: %v", out, err)
+		return "", fmt.Errorf("result %q has no address: %v", out, err)
 	}
 	ip, _, _ := strings.Cut(res.IPs[0].Address, "/")
-	return ip
+	return ip, nil
+}
+
+// syncBuffer is a bytes.Buffer that concurrent writers (an agent's calls) may share.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // netConf is a network config for the agent at socket.
