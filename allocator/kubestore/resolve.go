@@ -26,6 +26,13 @@ func (s *Store) dropPending(p pendingClaim) {
 	delete(s.pending, p)
 }
 
+func (s *Store) isPending(p pendingClaim) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.pending[p]
+	return ok
+}
+
 // pendingOf returns the pending claims of owner in pool, or of every owner when owner is nil.
 func (s *Store) pendingOf(pool string, owner *allocator.Owner) []pendingClaim {
 	s.mu.Lock()
@@ -43,6 +50,12 @@ func (s *Store) pendingOf(pool string, owner *allocator.Owner) []pendingClaim {
 // holds. A claim that exists is adopted: the attachment is being added (or deleted) again, and
 // that call now holds it. Until the API server answers, the call fails with ErrStoreBusy, because
 // answering "holds nothing" could give the attachment a second address. The owner's lock is held.
+//
+// The index is made to agree with what the read found, whatever it held under the name: a pending
+// claim may be a reservation the index knows (a rollback or a DEL whose Delete got no answer, or
+// one the informer reported) that is gone by now, and the informer, cut off by the same outage, may
+// not have said so yet. Answering from such an entry would tell the runtime the attachment holds
+// an address no reservation holds, which the next ADD anywhere may be given.
 func (s *Store) settleOwner(ctx context.Context, pool string, owner allocator.Owner) error {
 	for _, p := range s.pendingOf(pool, &owner) {
 		r := &ipamv1.OverlappingRangeIPReservation{}
@@ -51,15 +64,32 @@ func (s *Store) settleOwner(ctx context.Context, pool string, owner allocator.Ow
 		})
 		switch {
 		case apierrors.IsNotFound(err):
+			s.forgetStale(p.name, nil)
 		case err != nil:
 			return fmt.Errorf("an earlier claim of %s/%s (reservation %s) has an unknown outcome: %w",
 				owner.ContainerID, owner.IfName, p.name, apiFailure("read reservation "+p.name, err))
 		case s.ownedBy(r, pool, owner):
 			s.index.put(r)
+		default:
+			s.forgetStale(p.name, r)
 		}
 		s.dropPending(p)
 	}
 	return nil
+}
+
+// forgetStale removes what the index holds under name unless it is live, the object a live read
+// found under that name (nil: none). The removed object's UID is tombstoned, so a late event of the
+// informer cannot bring it back. Another reservation of this node found under the name takes its
+// place; another node's is not this node's to index.
+func (s *Store) forgetStale(name string, live *ipamv1.OverlappingRangeIPReservation) {
+	e, ok := s.index.lookup(name)
+	if ok && (live == nil || e.uid != live.UID) {
+		s.index.remove(name, e.uid, true)
+	}
+	if live != nil && live.Spec.Node == s.node {
+		s.index.put(live)
+	}
 }
 
 // resolveLoop deletes pending claims in the background once the API server answers, so a Create
@@ -77,21 +107,37 @@ func (s *Store) resolveLoop(ctx context.Context) {
 	}
 }
 
-// resolvePending makes one pass over the pending claims. A claim whose attachment is in a call
-// right now is skipped: that call settles it itself.
+// resolvePending makes one pass over the pending claims.
 func (s *Store) resolvePending(ctx context.Context) {
+	s.resolveClaims(ctx, s.pendingClaims())
+}
+
+// pendingClaims returns the pending claims as they are now.
+func (s *Store) pendingClaims() []pendingClaim {
 	s.mu.Lock()
-	var claims []pendingClaim
+	defer s.mu.Unlock()
+	claims := make([]pendingClaim, 0, len(s.pending))
 	for p := range s.pending {
 		claims = append(claims, p)
 	}
-	s.mu.Unlock()
+	return claims
+}
+
+// resolveClaims resolves claims, taken from the pending set earlier. A claim whose attachment is in
+// a call right now is skipped: that call settles it itself. A claim is resolved only if it is still
+// pending once its owner's lock is held: since claims were taken, a call of that attachment may
+// have settled it, adopting the reservation and answering the runtime with its address, and
+// deleting the reservation then would leave the pod with an address nobody holds (the restart test
+// met it: a pass over many claims is slow while the API server warms up).
+func (s *Store) resolveClaims(ctx context.Context, claims []pendingClaim) {
 	for _, p := range claims {
 		if !s.tryLockOwner(p.owner) {
 			continue
 		}
-		if err := s.resolveOne(ctx, p); err != nil {
-			s.log.Debug("Pending reservation still unresolved", "reservation", p.name, "err", err)
+		if s.isPending(p) {
+			if err := s.resolveOne(ctx, p); err != nil {
+				s.log.Debug("Pending reservation still unresolved", "reservation", p.name, "err", err)
+			}
 		}
 		s.unlockOwner(p.owner)
 	}
@@ -105,9 +151,12 @@ func (s *Store) resolveOne(ctx context.Context, p pendingClaim) error {
 	err := s.live.Get(ctx, client.ObjectKey{Name: p.name}, r)
 	switch {
 	case apierrors.IsNotFound(err):
+		s.forgetStale(p.name, nil)
 	case err != nil:
 		return err
-	case s.ownedBy(r, p.pool, p.owner):
+	case !s.ownedBy(r, p.pool, p.owner):
+		s.forgetStale(p.name, r)
+	default:
 		if err := s.deleteReservation(ctx, r.Name, r.UID); err != nil {
 			return err
 		}

@@ -351,6 +351,12 @@ func (t *txn) Release(ctx context.Context, p allocator.Pool, owner allocator.Own
 	}
 	for _, e := range es {
 		if err := s.deleteReservation(ctx, e.name, e.uid); err != nil {
+			if maybeApplied(err) {
+				// The Delete may have been applied with its answer lost, and the informer, cut off
+				// by the same outage, may not say so for a while: the owner's next call reads the
+				// reservation back before the index answers for it (settleOwner).
+				s.addPending(pendingClaim{name: e.name, pool: u.state.name, owner: owner})
+			}
 			return allocator.Allocation{}, false, err
 		}
 		if err := lockPool(ctx, u.state); err != nil {
