@@ -18,7 +18,8 @@
 //   - When every block of the range is claimed and the node's own blocks are full, the node borrows:
 //     it lists the pool's reservations and creates one on any address still free, so a pool is
 //     exhausted exactly at its capacity whatever the spread of pods over nodes.
-//   - Allocations of one node serialise per pool on an in-agent lock (the node-local lock). No
+//   - Choices of one node serialise per pool on an in-agent lock (the node-local lock), which is
+//     never held across an API call, so a slow API server delays a call by its own requests. No
 //     object grows with the number of allocations.
 //
 // Idempotency does not trust a cache that may lag: the store keeps a write-through index of this

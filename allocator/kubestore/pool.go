@@ -16,7 +16,9 @@ import (
 )
 
 // poolState is what this node knows of one pool. Everything below lock is read and written only
-// with lock held (the node-local lock: one allocation of the node per pool at a time).
+// with lock held (the node-local lock: one choice of the node per pool at a time). No API call is
+// made with the lock held, so waiting for it costs the memory work of the calls ahead, never their
+// requests: on a loaded node a queue of ADDs behind one slow request would otherwise time out.
 type poolState struct {
 	name string
 	geo  geometry
@@ -41,6 +43,8 @@ type poolState struct {
 	// inflight are the candidates being created right now, by reservation name, so that the
 	// node's concurrent ADDs choose different addresses.
 	inflight map[string]netip.Addr
+	// claiming is the node's claim of a new block in flight, nil when none (slices.go).
+	claiming *blockClaim
 	// cooling are the addresses this node released under the pool's reuse cool-down (cooling.go).
 	cooling coolingSet
 }

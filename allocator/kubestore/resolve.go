@@ -161,9 +161,8 @@ func (s *Store) resolveOne(ctx context.Context, p pendingClaim) error {
 			return err
 		}
 		if st := s.poolStateFor(p.pool); st != nil {
-			if a, ok := addrOf(r); ok && lockPool(ctx, st) == nil {
-				s.released(ctx, st, a)
-				unlockPool(st)
+			if a, ok := addrOf(r); ok {
+				s.releasedUnlocked(ctx, st, a)
 			}
 		}
 		s.log.Info("Deleted a reservation left by a failed call", "reservation", p.name,

@@ -334,9 +334,9 @@ func (b *callStore) Close() error { return nil }
 //
 // Locking: a call holds the lock of the attachment it works on (one at a time) from its first use
 // to its end, so two calls for one attachment never interleave. The node-local lock of a pool is
-// held only while a candidate is chosen and the node's view of the pool changes; the Create that
-// claims the candidate runs outside it, so one node's ADDs to one pool choose one after another
-// but claim concurrently.
+// held only while a candidate is chosen and the node's view of the pool changes, never across an
+// API call: the Create that claims the candidate, a block's claim or give-back and borrowing's list
+// run outside it, so one node's ADDs to one pool choose one after another but claim concurrently.
 func (b *callStore) Update(ctx context.Context, fn func(context.Context, allocator.Txn) error) error {
 	return b.run(ctx, true, fn)
 }

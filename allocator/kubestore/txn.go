@@ -153,41 +153,59 @@ func (t *txn) Get(ctx context.Context, key string, owner allocator.Owner) (alloc
 // ClaimNext claims a free address: first from the node's own blocks (round-robin after the last
 // choice), then from a newly claimed block, and when every block is claimed, from any address of
 // the pool still free (borrowing from other nodes' blocks). Choosing happens under the pool's
-// node-local lock; the Create of the choice does not.
+// node-local lock; the API calls that follow a choice (the reservation's Create, a block's claim,
+// borrowing's list) do not, so a slow API server delays each call by its own requests only, never
+// by those of the calls queued before it.
 func (t *txn) ClaimNext(ctx context.Context, p allocator.Pool, al *allocator.Allocation) error {
 	u, err := t.beginClaim(ctx, p, al.Owner)
 	if err != nil {
 		return err
 	}
 	st := u.state
+	lost := map[uint64]bool{} // blocks this call found claimed by other nodes
 	for {
 		if err := lockPool(ctx, st); err != nil {
 			return err
 		}
 		st.cooling.prune(st, p.Now.Add(-u.cooldown))
-		a, ok, err := t.choose(ctx, u, p)
-		if err != nil || !ok {
-			if err == nil {
-				err = t.borrow(ctx, u, p, al) // every block is claimed; still under the lock
-			}
+		c, err := t.choose(ctx, u, p, lost)
+		if err != nil {
 			unlockPool(st)
 			return err
 		}
-		name := ipamv1.ReservationName(u.scope, a)
-		st.inflight[name] = a
+		var name string
+		if c.kind == candidate {
+			name = ipamv1.ReservationName(u.scope, c.addr)
+			st.inflight[name] = c.addr
+		}
 		unlockPool(st)
 
-		res, _, err := t.tryCreate(ctx, u, al, a, false)
+		switch c.kind {
+		case claimBlock:
+			if err := t.claimBlock(ctx, u, c.block, lost); err != nil {
+				return err
+			}
+			continue
+		case awaitBlock:
+			if err := waitBlockClaim(ctx, st, c.block); err != nil {
+				return err
+			}
+			continue
+		case noBlock:
+			return t.borrow(ctx, u, p, al) // every block is claimed
+		}
 
-		// The lock is taken without a bound: its holders are bounded by their own calls' bounds,
-		// and the inflight mark must go whatever happens.
+		res, _, err := t.tryCreate(ctx, u, al, c.addr, false)
+
+		// The lock is taken without a bound: its holders make no API call with it, and the
+		// inflight mark must go whatever happens.
 		st.lock <- struct{}{}
 		delete(st.inflight, name)
 		switch res {
 		case taken:
 			st.foreign[name] = true
 		case created:
-			st.cooling.drop(st, a)
+			st.cooling.drop(st, c.addr)
 		}
 		unlockPool(st)
 		if res != taken {
@@ -200,28 +218,44 @@ func (t *txn) ClaimNext(ctx context.Context, p allocator.Pool, al *allocator.All
 	}
 }
 
-// choose picks the next candidate of the node's blocks, claiming a new block when those are full.
-// ok is false when no block is left to claim. The pool's lock is held.
-func (t *txn) choose(ctx context.Context, u *poolUse, p allocator.Pool) (netip.Addr, bool, error) {
+// choiceKind is what ClaimNext does next.
+type choiceKind int
+
+const (
+	candidate  choiceKind = iota // create the reservation of choice.addr
+	claimBlock                   // claim the new block choice.block
+	awaitBlock                   // wait for the node's claim of choice.block in flight, then choose again
+	noBlock                      // every block is claimed: borrow
+)
+
+type choice struct {
+	kind  choiceKind
+	addr  netip.Addr
+	block *blockClaim
+}
+
+// choose picks the next candidate of the node's blocks, or, when those are full, the block to
+// claim next. The pool's lock is held; choose makes no API call.
+func (t *txn) choose(ctx context.Context, u *poolUse, p allocator.Pool, lost map[uint64]bool) (choice, error) {
 	s, st := t.b.s, u.state
 	if err := s.loadSlices(ctx, st); err != nil {
-		return netip.Addr{}, false, err
+		return choice{}, err
 	}
-	taken := s.claimTakenFn(u)
-	for a := range st.candidates(p.Range, taken) {
+	for a := range st.candidates(p.Range, s.claimTakenFn(u)) {
 		st.cursor = a
-		return a, true, nil
+		return choice{kind: candidate, addr: a}, nil
 	}
-	for {
-		sl, ok, err := t.claimSlice(ctx, u, p.Range)
-		if err != nil || !ok {
-			return netip.Addr{}, false, err
-		}
-		for a := range st.sliceCandidates(sl, p.Range, taken) {
-			st.cursor = a
-			return a, true, nil
-		}
+	if st.claiming != nil {
+		return choice{kind: awaitBlock, block: st.claiming}, nil
 	}
+	c, ok, err := s.startBlockClaim(ctx, st, p.Range, lost)
+	switch {
+	case err != nil:
+		return choice{}, err
+	case !ok:
+		return choice{kind: noBlock}, nil
+	}
+	return choice{kind: claimBlock, block: c}, nil
 }
 
 // Claim claims the requested al.Addr, or returns ErrAddressInUse naming the holder.
@@ -365,8 +399,11 @@ func (t *txn) Release(ctx context.Context, p allocator.Pool, owner allocator.Own
 		if u.cooldown > 0 {
 			u.state.cooling.add(u.state, e.addr, p.Now)
 		}
-		s.released(ctx, u.state, e.addr)
+		block, giveBack := s.released(u.state, e.addr)
 		unlockPool(u.state)
+		if giveBack {
+			s.giveBack(ctx, u.state, block)
+		}
 	}
 	return allocationOf(key, u, es[0]), true, nil
 }
@@ -413,24 +450,28 @@ func (t *txn) ForEach(_ context.Context, key string, fn func(allocator.Allocatio
 //
 // So HasFree costs at most maxProbes reads while the pool has room, but on a pool that is full
 // (or nearly, or spread thin over nodes) it lists every reservation of the pool's scope: its cost
-// then grows with the allocations of the scope, never with the size of the range.
+// then grows with the allocations of the scope, never with the size of the range. The reads are
+// made without the pool's lock, which is held only to choose what to read and to note what was
+// found.
 func (t *txn) HasFree(ctx context.Context, p allocator.Pool) (bool, error) {
 	u, err := t.usePool(p)
 	if err != nil {
 		return false, err
 	}
 	s, st := t.b.s, u.state
-	if err := lockPool(ctx, st); err != nil {
-		return false, err
-	}
-	defer unlockPool(st)
-	if err := s.loadSlices(ctx, st); err != nil {
-		return false, err
-	}
 	// The cache may not show a block another node claimed a moment ago: read it back.
 	claimed := map[uint64]bool{}
 	for range maxProbes {
-		i, ok, err := s.freeSliceIndex(ctx, st, p.Range, claimed)
+		if err := lockPool(ctx, st); err != nil {
+			return false, err
+		}
+		err := s.loadSlices(ctx, st)
+		var i uint64
+		ok := false
+		if err == nil {
+			i, ok, err = s.freeSliceIndex(ctx, st, p.Range, claimed)
+		}
+		unlockPool(st)
 		if err != nil {
 			return false, err
 		}
@@ -449,11 +490,17 @@ func (t *txn) HasFree(ctx context.Context, p allocator.Pool) (bool, error) {
 		}
 		claimed[i] = true
 	}
-	probes := 0
+	if err := lockPool(ctx, st); err != nil {
+		return false, err
+	}
+	var probes []netip.Addr
 	for a := range st.candidates(p.Range, s.takenFn(u)) {
-		if probes++; probes > maxProbes {
+		if probes = append(probes, a); len(probes) == maxProbes {
 			break
 		}
+	}
+	unlockPool(st)
+	for _, a := range probes {
 		name := ipamv1.ReservationName(u.scope, a)
 		err := s.retry(ctx, "read reservation "+name, func(ctx context.Context) error {
 			return s.live.Get(ctx, client.ObjectKey{Name: name}, &ipamv1.OverlappingRangeIPReservation{})
@@ -464,12 +511,21 @@ func (t *txn) HasFree(ctx context.Context, p allocator.Pool) (bool, error) {
 		if err != nil {
 			return false, apiFailure("read reservation "+name, err)
 		}
+		if err := lockPool(ctx, st); err != nil {
+			return false, err
+		}
 		st.foreign[name] = true
+		unlockPool(st)
 	}
-	taken, err := s.scopeAddrs(ctx, u)
+	taken, foreign, err := s.listScope(ctx, u)
 	if err != nil {
 		return false, err
 	}
+	if err := lockPool(ctx, st); err != nil {
+		return false, err
+	}
+	st.applyScope(foreign)
+	unlockPool(st)
 	for range freeIn(p.Range, taken) {
 		return true, nil
 	}
