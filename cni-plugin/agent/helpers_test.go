@@ -148,6 +148,46 @@ func resultIP(out string) (string, error) {
 	return ip, nil
 }
 
+// lagProbe measures how late this process's timers fire while a test runs: on a loaded machine a
+// deadline fires late by what the scheduler delays any goroutine, which a bound on elapsed time must
+// allow for without allowing a hang.
+type lagProbe struct {
+	mu    sync.Mutex
+	worst time.Duration
+}
+
+// startLagProbe starts a probe that sleeps 10 ms at a time until the test ends.
+func startLagProbe(t *testing.T) *lagProbe {
+	p := &lagProbe{}
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		const tick = 10 * time.Millisecond
+		for {
+			start := time.Now()
+			select {
+			case <-done:
+				return
+			case <-time.After(tick):
+			}
+			late := time.Since(start) - tick
+			p.mu.Lock()
+			p.worst = max(p.worst, late)
+			p.mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() { close(done); <-stopped })
+	return p
+}
+
+// max returns the worst lateness seen so far.
+func (p *lagProbe) max() time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.worst
+}
+
 // syncBuffer is a bytes.Buffer that concurrent writers (an agent's calls) may share.
 type syncBuffer struct {
 	mu  sync.Mutex

@@ -89,6 +89,7 @@ func TestAPIServerRestartDuringARun(t *testing.T) {
 	isSuccess := func(err error) bool { return err == nil }
 	isTryAgain := func(err error) bool { return codeOf(err) == types.ErrTryAgainLater }
 
+	lag := startLagProbe(t)
 	began := time.Now()
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -154,8 +155,12 @@ func TestAPIServerRestartDuringARun(t *testing.T) {
 			answered[r.id] = r.addr
 		case codeOf(r.err) == types.ErrTryAgainLater:
 			failed = append(failed, r)
-			if r.elapsed > bound+1500*time.Millisecond {
-				t.Errorf("ADD %s failed after %v, beyond the %v bound: %v", r.id, r.elapsed, bound, r.err)
+			// The bound is the agent's; the machine adds what it delays any timer of this
+			// process, twice (the agent's deadline, then the shim's wake-up): at load average 34 a
+			// call's 2 s deadline fired 1.5 s late.
+			if limit := bound + 1500*time.Millisecond + 2*lag.max(); r.elapsed > limit {
+				t.Errorf("ADD %s failed after %v, beyond the %v bound (%v with this machine's timer lag): %v",
+					r.id, r.elapsed, bound, limit, r.err)
 			}
 		default:
 			t.Errorf("ADD %s: %v, want success or code 11", r.id, r.err)
