@@ -43,6 +43,10 @@ type faults struct {
 	deaf bool
 	// streams are the open watch streams of reservations, which setDeaf closes.
 	streams []io.Closer
+	// holdRead, when set, holds the answer to a read of that reservation: the read is sent and
+	// answered, held reports it, and the answer goes to the store once release is closed.
+	holdRead      string
+	held, release chan struct{}
 }
 
 // setDeaf cuts the reservation informer off (on) or lets it reconnect (off).
@@ -94,6 +98,16 @@ func (f *faults) wrap(rt http.RoundTripper) http.RoundTripper {
 		f.mu.Unlock()
 		if down {
 			return nil, errors.New("dial tcp: connect: connection refused (injected)")
+		}
+		if req.Method == http.MethodGet && f.holdRead != "" && strings.HasSuffix(req.URL.Path, "/overlappingrangeipreservations/"+f.holdRead) {
+			resp, err := rt.RoundTrip(req)
+			f.mu.Lock()
+			held, release := f.held, f.release
+			f.holdRead = ""
+			f.mu.Unlock()
+			close(held)
+			<-release
+			return resp, err
 		}
 		if informer && req.URL.Query().Get("watch") == "true" {
 			resp, err := rt.RoundTrip(req)
@@ -407,6 +421,38 @@ func TestUnknownOutcomes(t *testing.T) {
 		}
 		if held := addressesOf(ownerReservations(t, env, "u12")); !slices.Contains(held, got[0].String()) {
 			t.Errorf("the ADD was answered %s, which no reservation of u12 holds (u12 holds %v)", got[0], held)
+		}
+	})
+
+	t.Run("a claim that never landed leaves the address's next holder in the index", func(t *testing.T) {
+		cs := conf("net-u13", `,"range":"10.73.0.0/24"`)
+		n.mustAdd(t, cs, "warm") // 10.73.0.1
+		// The Create of 10.73.0.2 for u13a is refused before it is sent, which the store cannot
+		// tell from an answer lost: the claim is pending, and nothing landed.
+		f.set(func(f *faults) { f.down = true })
+		if _, err := n.add(cs, "", "u13a"); !errors.Is(err, allocator.ErrStoreBusy) {
+			t.Fatalf("ADD during the outage = %v, want store busy", err)
+		}
+		f.set(func(f *faults) { f.down = false })
+		// The background pass reads 10.73.0.2 and finds nothing; before it acts on that, another
+		// attachment of the node claims the free address.
+		held, release := make(chan struct{}), make(chan struct{})
+		f.set(func(f *faults) { f.holdRead, f.held, f.release = "10.73.0.2", held, release })
+		claims := s.pendingClaims()
+		passed := make(chan struct{})
+		go func() { s.resolveClaims(context.Background(), claims); close(passed) }()
+		<-held
+		if got, err := n.add(cs, "IP=10.73.0.2", "u13b"); err != nil || got[0].String() != "10.73.0.2" {
+			t.Fatalf("ADD asking for 10.73.0.2 = %v, %v", got, err)
+		}
+		close(release)
+		<-passed
+		// u13b's DEL must find what it holds and release it.
+		if rel, err := n.del(cs, "u13b"); err != nil || len(rel) != 1 {
+			t.Errorf("DEL of u13b = %v, %v; want its address released", rel, err)
+		}
+		if rs := ownerReservations(t, env, "u13b"); len(rs) != 0 {
+			t.Errorf("u13b's reservations after its DEL: %v", addressesOf(rs))
 		}
 	})
 

@@ -58,37 +58,33 @@ func (s *Store) pendingOf(pool string, owner *allocator.Owner) []pendingClaim {
 // an address no reservation holds, which the next ADD anywhere may be given.
 func (s *Store) settleOwner(ctx context.Context, pool string, owner allocator.Owner) error {
 	for _, p := range s.pendingOf(pool, &owner) {
+		before, known := s.index.lookup(p.name)
 		r := &ipamv1.OverlappingRangeIPReservation{}
 		err := s.retry(ctx, "read reservation "+p.name, func(ctx context.Context) error {
 			return s.live.Get(ctx, client.ObjectKey{Name: p.name}, r)
 		})
 		switch {
-		case apierrors.IsNotFound(err):
-			s.forgetStale(p.name, nil)
-		case err != nil:
+		case err != nil && !apierrors.IsNotFound(err):
 			return fmt.Errorf("an earlier claim of %s/%s (reservation %s) has an unknown outcome: %w",
 				owner.ContainerID, owner.IfName, p.name, apiFailure("read reservation "+p.name, err))
-		case s.ownedBy(r, pool, owner):
+		case err == nil && s.ownedBy(r, pool, owner):
 			s.index.put(r)
 		default:
-			s.forgetStale(p.name, r)
+			s.forgetStale(p.name, before, known, r, err == nil)
 		}
 		s.dropPending(p)
 	}
 	return nil
 }
 
-// forgetStale removes what the index holds under name unless it is live, the object a live read
-// found under that name (nil: none). The removed object's UID is tombstoned, so a late event of the
-// informer cannot bring it back. Another reservation of this node found under the name takes its
-// place; another node's is not this node's to index.
-func (s *Store) forgetStale(name string, live *ipamv1.OverlappingRangeIPReservation) {
-	e, ok := s.index.lookup(name)
-	if ok && (live == nil || e.uid != live.UID) {
-		s.index.remove(name, e.uid, true)
-	}
-	if live != nil && live.Spec.Node == s.node {
-		s.index.put(live)
+// forgetStale removes the index's entry before under name, as it was before a live read of the
+// name, unless the read found that very object (live, when found). Only that entry goes: another
+// call of the node may have claimed the name since the read (the pending claim's Create never
+// landed, and the address was free), and its entry is the truth. The removed UID is tombstoned, so
+// a late event of the informer cannot bring it back.
+func (s *Store) forgetStale(name string, before entry, known bool, live *ipamv1.OverlappingRangeIPReservation, found bool) {
+	if known && (!found || before.uid != live.UID) {
+		s.index.remove(name, before.uid, true)
 	}
 }
 
@@ -147,15 +143,14 @@ func (s *Store) resolveClaims(ctx context.Context, claims []pendingClaim) {
 func (s *Store) resolveOne(ctx context.Context, p pendingClaim) error {
 	ctx, cancel := context.WithTimeout(ctx, attemptTimeout)
 	defer cancel()
+	before, known := s.index.lookup(p.name)
 	r := &ipamv1.OverlappingRangeIPReservation{}
 	err := s.live.Get(ctx, client.ObjectKey{Name: p.name}, r)
 	switch {
-	case apierrors.IsNotFound(err):
-		s.forgetStale(p.name, nil)
-	case err != nil:
+	case err != nil && !apierrors.IsNotFound(err):
 		return err
-	case !s.ownedBy(r, p.pool, p.owner):
-		s.forgetStale(p.name, r)
+	case err != nil || !s.ownedBy(r, p.pool, p.owner):
+		s.forgetStale(p.name, before, known, r, err == nil)
 	default:
 		if err := s.deleteReservation(ctx, r.Name, r.UID); err != nil {
 			return err
