@@ -36,6 +36,6 @@
 // Against the allocator.Store contract (allocator/storetest checks it), this store undoes the
 // claims of a failed Update but not its releases, its View is not a snapshot, its round-robin runs
 // over the node's blocks, HasFree lists the scope's reservations once every block is claimed, and
-// its reuse cool-down is the agent's memory (cooling.go); docs/kubernetes-mode.md lists these
-// differences.
+// its reuse cool-down is the agent's memory, written behind to its slices (cooling.go);
+// docs/kubernetes-mode.md lists these differences.
 package kubestore

@@ -33,8 +33,10 @@ type poolState struct {
 	loaded bool
 	// slices are the node's blocks of the pool, in index order.
 	slices []ownSlice
-	// cursor is the last address this node claimed in the pool (round-robin).
-	cursor netip.Addr
+	// cursor is the last address this node claimed in the pool (round-robin); resumed is set once
+	// the first choice has placed it (resumeCursor).
+	cursor  netip.Addr
+	resumed bool
 	// foreign are reservation names found held by others (AlreadyExists) inside the node's blocks.
 	foreign map[string]bool
 	// full marks blocks found without a free address, with the part of the block that was scanned;

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/netpool/netpool/allocator"
+	"github.com/netpool/netpool/allocator/ippool"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
 	"github.com/netpool/netpool/ipam"
 )
@@ -49,8 +50,8 @@ func (s *Store) heldByNode(u *poolUse, a netip.Addr) bool {
 	return s.index.heldIn(a, u.state.name, u.overlap, u.networkName)
 }
 
-// loadSlices reads the node's blocks of the pool from the cache, once per pool and agent life;
-// later blocks are added as the node claims them.
+// loadSlices reads the node's blocks of the pool from the cache, with the cooling addresses they
+// record, once per pool and agent life; later blocks are added as the node claims them.
 func (s *Store) loadSlices(ctx context.Context, st *poolState) error {
 	if st.loaded {
 		return nil
@@ -65,18 +66,27 @@ func (s *Store) loadSlices(ctx context.Context, st *poolState) error {
 		}
 		if own, ok := st.ownSlice(&sl); ok {
 			st.addSlice(own)
+			s.loadCooling(st, own, sl.Spec.Cooling) // what a previous life of the agent recorded
 		}
 	}
-	// A restarted agent resumes its round-robin after the highest address the node holds in the
-	// pool, where its predecessor most likely stopped; starting at the pool's first block would
-	// scan every address the node holds before finding a free one (95-780 ms at 100,000).
+	st.loaded = true
+	return nil
+}
+
+// resumeCursor places the round-robin of the node's first choice in the pool: a restarted agent
+// resumes after the highest address the node holds in the pool, where its predecessor most likely
+// stopped; starting at the pool's first block would scan every address the node holds before
+// finding a free one (95-780 ms at 100,000). The pool's lock is held.
+func (s *Store) resumeCursor(st *poolState) {
+	if st.resumed {
+		return
+	}
+	st.resumed = true
 	if !st.cursor.IsValid() {
 		if held := s.index.inPool(st.name); len(held) > 0 {
 			st.cursor = held[len(held)-1].addr
 		}
 	}
-	st.loaded = true
-	return nil
 }
 
 func (s *Store) cachedSlices(ctx context.Context, pool string) ([]ipamv1.IPPoolSlice, error) {
@@ -450,51 +460,53 @@ func (t *txn) borrow(ctx context.Context, u *poolUse, p allocator.Pool, al *allo
 		st.foreign[name] = true
 		return false, nil
 	}
+	// Cooling: this node's releases, and those other nodes record on their slices.
+	if err := lockPool(ctx, st); err != nil {
+		return err
+	}
+	elsewhere, err := s.coolingElsewhere(ctx, u, p.Now)
+	unlockPool(st)
+	if err != nil {
+		return err
+	}
 	cooldown := u.cooldown > 0
-	notCooling := func(a netip.Addr) bool { return !cooldown || !st.cooling.has(a) }
+	notCooling := func(a netip.Addr) bool {
+		_, cools := elsewhere[a]
+		return !cooldown || !cools && !st.cooling.has(a)
+	}
 	for a := range freeIn(p.Range, taken) {
 		if done, err := try(a, notCooling); done || err != nil {
 			return err
 		}
 	}
 	// Only cooling addresses are left: the one released longest ago, if nobody took it meanwhile.
-	tried := map[netip.Addr]bool{}
-	stillCooling := func(a netip.Addr) bool { return st.cooling.has(a) }
-	for {
-		a, ok, err := t.oldestCooling(ctx, st, p.Range, taken, tried)
-		if err != nil {
+	if cooldown {
+		if err := lockPool(ctx, st); err != nil {
 			return err
 		}
-		if !ok {
-			break
+		last := st.cooling.list()
+		unlockPool(st)
+		for a, at := range elsewhere {
+			last = append(last, ippool.Cooling{Addr: a, ReleasedAt: at})
 		}
-		tried[a] = true
-		if done, err := try(a, stillCooling); done || err != nil {
-			return err
+		ippool.SortCooling(last)
+		anyway := func(netip.Addr) bool { return true }
+		for _, c := range last {
+			if p.Range.Allowed(c.Addr) != nil {
+				continue
+			}
+			if _, held := slices.BinarySearchFunc(taken, c.Addr, netip.Addr.Compare); held {
+				continue
+			}
+			if done, err := try(c.Addr, anyway); done || err != nil {
+				return err
+			}
 		}
 	}
 	// The message names the IPPool object and how to read it: the pool's status and Events say who
 	// holds what, and a NAD author may not know which pool an inline range became.
 	return fmt.Errorf("%w: no free address in IPPool %s (window %s-%s, capacity %s): every address is reserved; see kubectl describe ippools.ipam.netpool.io %s",
 		allocator.ErrPoolExhausted, st.name, p.Range.Start, p.Range.End, capacityText(p.Range), st.name)
-}
-
-// oldestCooling returns the cooling address released longest ago that r may hand out, that the
-// list taken does not hold and that this call has not tried.
-func (t *txn) oldestCooling(ctx context.Context, st *poolState, r ipam.Range, taken []netip.Addr, tried map[netip.Addr]bool) (netip.Addr, bool, error) {
-	if err := lockPool(ctx, st); err != nil {
-		return netip.Addr{}, false, err
-	}
-	defer unlockPool(st)
-	for a := range st.cooling.oldestFirst {
-		if tried[a] || r.Allowed(a) != nil {
-			continue
-		}
-		if _, held := slices.BinarySearchFunc(taken, a, netip.Addr.Compare); !held {
-			return a, true, nil
-		}
-	}
-	return netip.Addr{}, false, nil
 }
 
 // listScope lists, live and page by page, the addresses held in u's scope inside the pool's range:

@@ -51,6 +51,9 @@ type Options struct {
 	// ResolveInterval is how often pending claims are resolved in the background; 0 means
 	// DefaultResolveInterval.
 	ResolveInterval time.Duration
+	// CoolingFlushDelay is how long after a release under a reuse cool-down its block's cooling
+	// addresses are written to its IPPoolSlice (cooling.go); 0 means DefaultCoolingFlushDelay.
+	CoolingFlushDelay time.Duration
 	// Log receives what the store does on its own (background resolution); nil discards it.
 	Log *slog.Logger
 }
@@ -76,6 +79,8 @@ type Store struct {
 	owners map[allocator.Owner]*ownerLock
 	// pending are Creates of reservations whose outcome is unknown.
 	pending map[pendingClaim]struct{}
+	// coolingKick wakes the writer of cooling records (coolingLoop).
+	coolingKick chan struct{}
 }
 
 // pendingClaim is a reservation that may or may not exist: its Create was sent and no answer came
@@ -129,6 +134,9 @@ func New(cfg *rest.Config, opts Options) (*Store, error) {
 	if opts.ResolveInterval <= 0 {
 		opts.ResolveInterval = DefaultResolveInterval
 	}
+	if opts.CoolingFlushDelay <= 0 {
+		opts.CoolingFlushDelay = DefaultCoolingFlushDelay
+	}
 	scheme, err := Scheme()
 	if err != nil {
 		return nil, err
@@ -173,6 +181,7 @@ func New(cfg *rest.Config, opts Options) (*Store, error) {
 		node: opts.NodeName, opts: opts, log: log.With("node", opts.NodeName),
 		client: cached, live: live, cache: c, index: newIndex(), reach: reach,
 		pools: map[string]*poolState{}, owners: map[allocator.Owner]*ownerLock{}, pending: map[pendingClaim]struct{}{},
+		coolingKick: make(chan struct{}, 1),
 	}
 	s.index.deletedElsewhere = s.cooledElsewhere
 	return s, nil
@@ -221,6 +230,7 @@ func (s *Store) Start(ctx context.Context) error {
 		}
 	}
 	go s.resolveLoop(ctx)
+	go s.coolingLoop(ctx)
 	return nil
 }
 
@@ -242,6 +252,7 @@ func (s *Store) poolState(pool *ipamv1.IPPool, g geometry) *poolState {
 	if p == nil {
 		p = &poolState{name: pool.Name, geo: g, pool: pool, lock: make(chan struct{}, 1),
 			foreign: map[string]bool{}, full: map[uint64]ipam.Interval{}, inflight: map[string]netip.Addr{}}
+		p.cooling.changed = s.kickCooling
 		s.pools[pool.Name] = p
 	}
 	return p

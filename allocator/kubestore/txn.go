@@ -241,6 +241,7 @@ func (t *txn) choose(ctx context.Context, u *poolUse, p allocator.Pool, lost map
 	if err := s.loadSlices(ctx, st); err != nil {
 		return choice{}, err
 	}
+	s.resumeCursor(st)
 	for a := range st.candidates(p.Range, s.claimTakenFn(u)) {
 		st.cursor = a
 		return choice{kind: candidate, addr: a}, nil
@@ -282,7 +283,9 @@ func (t *txn) Claim(ctx context.Context, p allocator.Pool, al *allocator.Allocat
 		// come before the call's end, the entry stays: harmless, as a held address is taken anyway
 		// and a later release starts its cool-down afresh.
 		if lerr := lockPool(ctx, u.state); lerr == nil {
-			u.state.cooling.drop(u.state, al.Addr)
+			if t.b.s.loadSlices(ctx, u.state) == nil {
+				u.state.cooling.drop(u.state, al.Addr)
+			}
 			unlockPool(u.state)
 		}
 	}
@@ -396,6 +399,11 @@ func (t *txn) Release(ctx context.Context, p allocator.Pool, owner allocator.Own
 		if err := lockPool(ctx, u.state); err != nil {
 			return allocator.Allocation{}, false, err
 		}
+		// The node's blocks, and what they record as cooling, are known before the release
+		// changes them: a DEL may be a restarted agent's first call in the pool.
+		if err := s.loadSlices(ctx, u.state); err != nil {
+			s.log.Info("Releasing without the node's blocks of the pool", "pool", u.state.name, "err", err)
+		}
 		if u.cooldown > 0 {
 			u.state.cooling.add(u.state, e.addr, p.Now)
 		}
@@ -469,6 +477,7 @@ func (t *txn) HasFree(ctx context.Context, p allocator.Pool) (bool, error) {
 		var i uint64
 		ok := false
 		if err == nil {
+			s.resumeCursor(st)
 			i, ok, err = s.freeSliceIndex(ctx, st, p.Range, claimed)
 		}
 		unlockPool(st)

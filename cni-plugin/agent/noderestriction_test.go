@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net/netip"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -110,6 +112,20 @@ func TestNodeRestriction(t *testing.T) {
 	})
 	t.Run("another node's slice cannot be deleted", func(t *testing.T) {
 		wantDenied(t, ca.Delete(ctx, sliceB.DeepCopy()), "node node-a may not delete ippoolslices "+sliceB.Name+" of node node-b")
+	})
+	t.Run("only a slice's own node records its cooling addresses", func(t *testing.T) {
+		// The agent may patch slices, to record cooling addresses (spec.cooling). Another node's
+		// records are not its to write: forged ones would hold addresses back, erased ones would
+		// let a cooling address be reused.
+		a := netip.MustParsePrefix(sliceB.Spec.Range).Addr().Next().String()
+		cooling := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"cooling":[{"address":"`+a+`","releasedAt":"2026-12-01T10:00:00Z"}]}}`))
+		wantDenied(t, ca.Patch(ctx, sliceB.DeepCopy(), cooling), "node node-a may not update ippoolslices "+sliceB.Name+" of node node-b")
+		if err := cb.Patch(ctx, sliceB.DeepCopy(), cooling, client.DryRunAll); err != nil {
+			t.Errorf("node-b recording cooling addresses on its own slice: %v", err)
+		}
+		// A patch is an update: a node cannot hand its block to another with it either.
+		handOver := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"node":"node-a"}}`))
+		wantDenied(t, cb.Patch(ctx, sliceB.DeepCopy(), handOver), "node node-b may not update ippoolslices "+sliceB.Name+" of node node-a")
 	})
 	t.Run("reservations and slices cannot be forged for another node", func(t *testing.T) {
 		forged := forgedReservation("10.84.0.14", "node-b", "node-b")
