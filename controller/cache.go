@@ -30,7 +30,7 @@ func cacheOptions() cache.Options {
 // slimPod keeps a pod's identity, deletion mark, node, phase, network-status annotation and, for
 // a mirror pod, the UID of its static pod. For the EgressRouter reconciler it also keeps the
 // controller reference and the Ready condition (a handful of bytes per pod), and on a router's pod
-// the config hash, the networks annotation and the router label. Anything else (a tombstone) passes unchanged.
+// the config hash, the networks annotation and the router's labels. Anything else (a tombstone) passes unchanged.
 func slimPod(obj any) (any, error) {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
@@ -54,8 +54,13 @@ func slimPod(obj any) (any, error) {
 	if _, router := pod.Annotations[networkv1.ConfigHashAnnotation]; router {
 		// An EgressRouter pod: what the reconciler sets on it, so that it can see drift.
 		kept = append(kept, nadv1.NetworkAttachmentAnnot)
-		if v, ok := pod.Labels[networkv1.RouterLabel]; ok {
-			slim.Labels = map[string]string{networkv1.RouterLabel: v}
+		for _, k := range []string{networkv1.RouterLabel, openShiftPodLabel} {
+			if v, ok := pod.Labels[k]; ok {
+				if slim.Labels == nil {
+					slim.Labels = map[string]string{}
+				}
+				slim.Labels[k] = v
+			}
 		}
 	}
 	for _, k := range kept {

@@ -71,7 +71,7 @@ func TestSlimTransformsKeepWhatTheReconcilersRead(t *testing.T) {
 func TestSlimPodKeepsWhatTheEgressRouterReconcilerCompares(t *testing.T) {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
 		Name: "er", Namespace: "ns",
-		Labels: map[string]string{networkv1.RouterLabel: "er", "other": "x"},
+		Labels: map[string]string{networkv1.RouterLabel: "er", "app": "egress-router-cni", "other": "x"},
 		Annotations: map[string]string{networkv1.ConfigHashAnnotation: "h", nadv1.NetworkAttachmentAnnot: "[]",
 			"kubectl.kubernetes.io/last-applied-configuration": "big"},
 	}}
@@ -80,7 +80,7 @@ func TestSlimPodKeepsWhatTheEgressRouterReconcilerCompares(t *testing.T) {
 		t.Fatal(err)
 	}
 	slim := got.(*corev1.Pod)
-	if !equality.Semantic.DeepEqual(slim.Labels, map[string]string{networkv1.RouterLabel: "er"}) ||
+	if !equality.Semantic.DeepEqual(slim.Labels, map[string]string{networkv1.RouterLabel: "er", "app": "egress-router-cni"}) ||
 		!equality.Semantic.DeepEqual(slim.Annotations, map[string]string{networkv1.ConfigHashAnnotation: "h", nadv1.NetworkAttachmentAnnot: "[]"}) {
 		t.Errorf("slim router pod labels %v annotations %v", slim.Labels, slim.Annotations)
 	}

@@ -10,20 +10,18 @@ import (
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
 	networkv1 "github.com/netpool/netpool/crds/network/v1"
+	"github.com/netpool/netpool/crds/network/v1/egressnad"
 )
 
 // What the reconciler builds for router X: NAD X, Pod X and Service X. Everything here is a pure
 // function of the router, its resolved addresses and the pod image, so the config hash is stable.
 
 const (
-	// egressPluginType is the CNI type of the egress-router plugin the NAD runs.
-	egressPluginType = "netpool-egress-router"
 	// egressCNIVersion is the CNI version of the NAD config.
 	egressCNIVersion = "1.1.0"
 	// egressInterface is the pod's egress interface, the CNI_IFNAME Multus passes.
@@ -38,45 +36,17 @@ const (
 	egressTerminationGrace = 5
 )
 
+// The label OpenShift's operator gives its router pods, app: egress-router-cni. Pod X carries it
+// too, so that a Service written for OpenShift (its procedure selects the router's pod by it)
+// selects Pod X. Service X selects by RouterLabel, which tells routers apart.
+const (
+	openShiftPodLabel      = "app"
+	openShiftPodLabelValue = "egress-router-cni"
+)
+
 // DefaultEgressRouterImage is the image of the router pods: it only holds the network namespace,
 // in which the kernel does the NAT.
 const DefaultEgressRouterImage = "registry.k8s.io/pause:3.10"
-
-// egressNADConfig is the NAD config of EGRESS-CONTRACT: the plugin reads exactly these fields.
-type egressNADConfig struct {
-	CNIVersion       string             `json:"cniVersion"`
-	Name             string             `json:"name"`
-	Type             string             `json:"type"`
-	Interface        egressNADInterface `json:"interface"`
-	ClusterInterface string             `json:"clusterInterface"`
-	Addresses        []egressNADAddress `json:"addresses"`
-	Redirect         egressNADRedirect  `json:"redirect"`
-	MACSeed          string             `json:"macSeed,omitempty"`
-}
-
-type egressNADInterface struct {
-	Type   string `json:"type"`
-	Master string `json:"master"`
-	Mode   string `json:"mode"`
-	MTU    int    `json:"mtu"`
-}
-
-type egressNADAddress struct {
-	IP      string `json:"ip"`
-	Gateway string `json:"gateway"`
-}
-
-type egressNADRedirect struct {
-	Rules      []egressNADRule `json:"rules"`
-	FallbackIP string          `json:"fallbackIP,omitempty"`
-}
-
-type egressNADRule struct {
-	DestinationIP string `json:"destinationIP"`
-	Port          int32  `json:"port"`
-	Protocol      string `json:"protocol"`
-	TargetPort    int32  `json:"targetPort"`
-}
 
 // egressNetworkSelection is one element of the pod's k8s.v1.cni.cncf.io/networks annotation.
 type egressNetworkSelection struct {
@@ -88,6 +58,8 @@ type egressNetworkSelection struct {
 // egressDesired is everything the children of one router are made from.
 type egressDesired struct {
 	router *networkv1.EgressRouter
+	// mode is the router's mode, which makes its part of the NAD config and the Service.
+	mode egressMode
 	// addresses are the resolved addresses: spec.addresses, or those allocated from the pool.
 	addresses []networkv1.EgressRouterAddress
 	image     string
@@ -99,34 +71,26 @@ type egressDesired struct {
 }
 
 // newEgressDesired computes the NAD config, the networks annotation and the config hash.
-func newEgressDesired(r *networkv1.EgressRouter, addresses []networkv1.EgressRouterAddress, image string) (*egressDesired, error) {
-	d := &egressDesired{router: r, addresses: addresses, image: image}
-	cfg := egressNADConfig{
+func newEgressDesired(r *networkv1.EgressRouter, mode egressMode, addresses []networkv1.EgressRouterAddress, image string) (*egressDesired, error) {
+	d := &egressDesired{router: r, mode: mode, addresses: addresses, image: image}
+	cfg := egressnad.Config{
 		CNIVersion: egressCNIVersion,
 		Name:       r.Name,
-		Type:       egressPluginType,
-		Interface: egressNADInterface{
+		Type:       egressnad.PluginType,
+		Interface: &egressnad.Interface{
 			Type:   "macvlan",
 			Master: r.Spec.NetworkInterface.Macvlan.Master,
 			Mode:   strings.ToLower(string(macvlanModeOrDefault(r.Spec.NetworkInterface.Macvlan.Mode))),
 		},
 		ClusterInterface: egressClusterInterface,
-		Addresses:        []egressNADAddress{},
-		Redirect:         egressNADRedirect{Rules: []egressNADRule{}},
+		Addresses:        []egressnad.Address{},
 		MACSeed:          r.Namespace + "/" + r.Name,
 	}
 	for _, a := range addresses {
-		cfg.Addresses = append(cfg.Addresses, egressNADAddress{IP: a.IP, Gateway: a.Gateway})
+		cfg.Addresses = append(cfg.Addresses, egressnad.Address{IP: a.IP, Gateway: a.Gateway})
 	}
-	if rd := r.Spec.Redirect; rd != nil {
-		for _, rule := range rd.RedirectRules {
-			cfg.Redirect.Rules = append(cfg.Redirect.Rules, egressNADRule{
-				DestinationIP: rule.DestinationIP, Port: rule.Port, Protocol: string(rule.Protocol), TargetPort: targetPort(rule),
-			})
-		}
-		cfg.Redirect.FallbackIP = rd.FallbackIP
-	}
-	b, err := json.Marshal(cfg)
+	mode.configure(&cfg)
+	b, err := json.Marshal(&cfg)
 	if err != nil {
 		return nil, fmt.Errorf("failed to encode the NAD config: %w", err)
 	}
@@ -156,14 +120,6 @@ func macvlanModeOrDefault(m networkv1.MacvlanMode) networkv1.MacvlanMode {
 	return m
 }
 
-// targetPort is the rule's targetPort, defaulted to its port as the API documents.
-func targetPort(rule networkv1.L4RedirectRule) int32 {
-	if rule.TargetPort == 0 {
-		return rule.Port
-	}
-	return rule.TargetPort
-}
-
 // ownerRef is the controller reference every child carries.
 func (d *egressDesired) ownerRef() *metav1ac.OwnerReferenceApplyConfiguration {
 	return metav1ac.OwnerReference().
@@ -175,9 +131,16 @@ func (d *egressDesired) ownerRef() *metav1ac.OwnerReferenceApplyConfiguration {
 		WithBlockOwnerDeletion(true)
 }
 
-// routerLabels select the router's pod.
+// routerLabels select the router's pod: Service X's selector.
 func (d *egressDesired) routerLabels() map[string]string {
 	return map[string]string{networkv1.RouterLabel: ipamv1.LabelValue(d.router.Name)}
+}
+
+// podLabels are Pod X's labels: routerLabels and OpenShift's.
+func (d *egressDesired) podLabels() map[string]string {
+	labels := d.routerLabels()
+	labels[openShiftPodLabel] = openShiftPodLabelValue
+	return labels
 }
 
 // nad is the apply configuration of NAD X. The NAD client has no apply configurations, so it is
@@ -231,7 +194,7 @@ func (d *egressDesired) podSpec() *corev1ac.PodSpecApplyConfiguration {
 func (d *egressDesired) pod() *corev1ac.PodApplyConfiguration {
 	r := d.router
 	return corev1ac.Pod(r.Name, r.Namespace).
-		WithLabels(d.routerLabels()).
+		WithLabels(d.podLabels()).
 		WithAnnotations(map[string]string{
 			nadv1.NetworkAttachmentAnnot:   d.networks,
 			networkv1.ConfigHashAnnotation: d.hash,
@@ -254,10 +217,10 @@ func (d *egressDesired) newPod() (*corev1.Pod, error) {
 	return pod, nil
 }
 
-// headless reports whether Service X has no ports: a router with only a fallback forwards every
-// port, which a Service cannot list.
+// headless reports whether Service X has no ports, which the router's mode decides (Redirect
+// with only a fallback forwards every port, which a Service cannot list).
 func (d *egressDesired) headless() bool {
-	return d.router.Spec.Redirect == nil || len(d.router.Spec.Redirect.RedirectRules) == 0
+	return len(d.mode.servicePorts()) == 0
 }
 
 // service is the apply configuration of Service X: one port per rule, whose targetPort is the
@@ -276,21 +239,9 @@ func (d *egressDesired) service() *corev1ac.ServiceApplyConfiguration {
 		WithSpec(spec)
 }
 
-// servicePorts are the ports of Service X, one per rule.
+// servicePorts are the ports of Service X, as the router's mode has them.
 func (d *egressDesired) servicePorts() []corev1.ServicePort {
-	if d.headless() {
-		return []corev1.ServicePort{}
-	}
-	ports := make([]corev1.ServicePort, 0, len(d.router.Spec.Redirect.RedirectRules))
-	for _, rule := range d.router.Spec.Redirect.RedirectRules {
-		ports = append(ports, corev1.ServicePort{
-			Name:       fmt.Sprintf("%s-%d", strings.ToLower(string(rule.Protocol)), rule.Port),
-			Protocol:   corev1.Protocol(rule.Protocol),
-			Port:       rule.Port,
-			TargetPort: intstr.FromInt32(rule.Port),
-		})
-	}
-	return ports
+	return d.mode.servicePorts()
 }
 
 // podReady reports whether the pod's Ready condition is True.

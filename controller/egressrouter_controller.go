@@ -95,7 +95,8 @@ type egressRouterReconciler struct {
 }
 
 // SetupWithManager registers the reconciler: routers, their three children (by name, so that a
-// foreign object's departure ends a name conflict), and pools.
+// foreign object's departure ends a name conflict), pools, and the labels of namespaces (which a
+// pool's namespaceSelector admits).
 func (e *egressRouterReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if e.Client == nil || e.Live == nil || e.Recorder == nil || e.Image == "" {
 		return fmt.Errorf("egress router reconciler: Client, Live, Recorder and Image are required")
@@ -127,6 +128,8 @@ func (e *egressRouterReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.Pod{}, child).
 		Watches(&corev1.Service{}, child).
 		Watches(&ipamv1.IPPool{}, handler.EnqueueRequestsFromMapFunc(e.routersOfPool)).
+		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(e.routersOfNamespace),
+			builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		Complete(e)
 }
 
@@ -225,6 +228,12 @@ func (e *egressRouterReconciler) Reconcile(ctx context.Context, req ctrl.Request
 // or repairs the pod. It returns what it observed for the status.
 func (e *egressRouterReconciler) reconcileChildren(ctx context.Context, r *networkv1.EgressRouter) (egressObservation, ctrl.Result, error) {
 	var obs egressObservation
+	mode, err := modeOf(r)
+	if p := (*egressProblem)(nil); errors.As(err, &p) {
+		// Nothing this controller could write would be right: the children stay as they are.
+		obs.problem, obs.addresses, obs.pod = p, r.Status.Addresses, e.currentPod(ctx, r)
+		return obs, ctrl.Result{}, nil
+	}
 	addresses, keep := r.Spec.Addresses, []string(nil)
 	if r.Spec.Pool != "" {
 		var err error
@@ -257,7 +266,7 @@ func (e *egressRouterReconciler) reconcileChildren(ctx context.Context, r *netwo
 			return obs, ctrl.Result{}, nil
 		}
 	}
-	d, err := newEgressDesired(r, addresses, e.Image)
+	d, err := newEgressDesired(r, mode, addresses, e.Image)
 	if err != nil {
 		return obs, ctrl.Result{}, err
 	}
@@ -445,10 +454,10 @@ func serviceMatches(svc *corev1.Service, d *egressDesired) bool {
 		(svc.Spec.ClusterIP == corev1.ClusterIPNone) == d.headless()
 }
 
-// podMatches reports whether the cached pod (slimmed: see slimPod) has the label and annotations
+// podMatches reports whether the cached pod (slimmed: see slimPod) has the labels and annotations
 // the reconciler applies; its spec follows from the config hash.
 func podMatches(pod *corev1.Pod, d *egressDesired) bool {
-	for k, v := range d.routerLabels() {
+	for k, v := range d.podLabels() {
 		if pod.Labels[k] != v {
 			return false
 		}

@@ -28,7 +28,17 @@ func TestEgressRouterReconcileErrors(t *testing.T) {
 		r.Spec.Pool = pool
 		return r
 	}
-	pool := &ipamv1.IPPool{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: ipamv1.IPPoolSpec{Range: "192.168.12.0/24", Gateway: "192.168.12.1"}}
+	pool := &ipamv1.IPPool{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: ipamv1.IPPoolSpec{Range: "192.168.12.0/24", Gateway: "192.168.12.1", NetworkName: "ext"}}
+	selective := pool.DeepCopy()
+	selective.Spec.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}}
+	failList := func(kind string) interceptor.Funcs {
+		return interceptor.Funcs{List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			if strings.HasSuffix(typeName(list), "."+kind) {
+				return errExpected
+			}
+			return c.List(ctx, list, opts...)
+		}}
+	}
 	of := func(kind string) func(obj any) bool {
 		return func(obj any) bool { return strings.HasSuffix(typeName(obj), "."+kind) }
 	}
@@ -82,12 +92,16 @@ func TestEgressRouterReconcileErrors(t *testing.T) {
 			funcs: interceptor.Funcs{Create: func(context.Context, client.WithWatch, client.Object, ...client.CreateOption) error {
 				return errExpected
 			}},
-			wantErr: "failed to create reservation 192.168.12.99: injected failure"},
+			wantErr: "failed to create reservation ext.192.168.12.99: injected failure"},
 		{name: "the router's claims cannot be listed", objs: []client.Object{router("p"), pool},
-			funcs: interceptor.Funcs{List: func(context.Context, client.WithWatch, client.ObjectList, ...client.ListOption) error {
-				return errExpected
-			}},
+			funcs:   failList("OverlappingRangeIPReservationList"),
 			wantErr: "failed to list the reservations of router ns/er: injected failure"},
+		{name: "the pool's peers cannot be listed", objs: []client.Object{router("p"), pool},
+			funcs:   failList("IPPoolList"),
+			wantErr: `failed to list the IPPools of network "ext": injected failure`},
+		{name: "the namespace cannot be read", objs: []client.Object{router("p"), selective},
+			funcs: failGet(of("Namespace")), live: failGet(of("Namespace")),
+			wantErr: "failed to get namespace ns: injected failure"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -115,5 +129,6 @@ func egressFakeClient(t *testing.T, funcs interceptor.Funcs, objs ...client.Obje
 		WithStatusSubresource(&networkv1.EgressRouter{}, &ipamv1.IPPool{}).WithInterceptorFuncs(funcs).
 		WithIndex(&ipamv1.OverlappingRangeIPReservation{}, reservationRouterField, func(obj client.Object) []string {
 			return []string{obj.GetLabels()[networkv1.RouterUIDLabel]}
-		}).Build()
+		}).
+		WithIndex(&ipamv1.IPPool{}, poolNetworkField, poolNetwork).Build()
 }

@@ -78,6 +78,9 @@ func (e *egressRouterReconciler) claimPoolAddresses(ctx context.Context, r *netw
 	if err != nil {
 		return nil, nil, &egressProblem{networkv1.ReasonPoolInvalid, fmt.Sprintf("IPPool %s: %v", pool.Name, err)}
 	}
+	if err := e.admitRouter(ctx, r, pool); err != nil {
+		return nil, nil, err
+	}
 	mine, err := e.routerClaims(ctx, r)
 	if err != nil {
 		return nil, nil, err

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
@@ -28,7 +29,8 @@ type egressObservation struct {
 	addresses []networkv1.EgressRouterAddress
 }
 
-// setEgressConditions sets Available, Progressing and Degraded on r from obs, at r's generation.
+// setEgressConditions sets Available, Progressing and Degraded on r from obs, at r's generation,
+// in the order egressConditionOrder.
 // A Degraded PodFailed stays until the replacement pod is Available, so the failure is visible
 // for longer than the instant the failed pod is deleted.
 func setEgressConditions(r *networkv1.EgressRouter, obs egressObservation) {
@@ -81,8 +83,24 @@ func setEgressConditions(r *networkv1.EgressRouter, obs egressObservation) {
 	default:
 		set(networkv1.EgressRouterDegraded, metav1.ConditionFalse, networkv1.ReasonAsExpected, "no problem found")
 	}
+	slices.SortStableFunc(r.Status.Conditions, func(a, b metav1.Condition) int {
+		return conditionRank(a.Type) - conditionRank(b.Type)
+	})
 	r.Status.ObservedGeneration = gen
 	r.Status.Addresses = obs.addresses
+}
+
+// egressConditionOrder is the order the conditions are kept in. The printer column Reason shows
+// the first reason that is not AsExpected, so this order makes it the one that matters: what is
+// wrong (Degraded), else what is under way (Progressing), else Available's.
+var egressConditionOrder = []string{networkv1.EgressRouterDegraded, networkv1.EgressRouterProgressing, networkv1.EgressRouterAvailable}
+
+// conditionRank is typ's place in egressConditionOrder; any other type goes after them.
+func conditionRank(typ string) int {
+	if i := slices.Index(egressConditionOrder, typ); i >= 0 {
+		return i
+	}
+	return len(egressConditionOrder)
 }
 
 // attachedMessage returns "" when the pod's network-status shows every router address on the

@@ -126,7 +126,7 @@ func TestSetEgressConditions(t *testing.T) {
 }
 
 func TestEgressNADConfigFollowsTheContract(t *testing.T) {
-	d, err := newEgressDesired(statusRouter(), statusRouter().Spec.Addresses, "example.com/pause:1")
+	d, err := desiredOf(statusRouter(), statusRouter().Spec.Addresses, "example.com/pause:1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +145,7 @@ func TestEgressNADConfigFollowsTheContract(t *testing.T) {
 	for _, mode := range []networkv1.MacvlanMode{networkv1.MacvlanModeBridge, networkv1.MacvlanModePrivate, networkv1.MacvlanModePassthru, ""} {
 		r := statusRouter()
 		r.Spec.NetworkInterface.Macvlan.Mode = mode
-		d, err := newEgressDesired(r, r.Spec.Addresses, "i")
+		d, err := desiredOf(r, r.Spec.Addresses, "i")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -157,11 +157,11 @@ func TestEgressNADConfigFollowsTheContract(t *testing.T) {
 }
 
 func TestEgressConfigHashCoversEveryInput(t *testing.T) {
-	base, err := newEgressDesired(statusRouter(), statusRouter().Spec.Addresses, "img")
+	base, err := desiredOf(statusRouter(), statusRouter().Spec.Addresses, "img")
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, _ := newEgressDesired(statusRouter(), statusRouter().Spec.Addresses, "img")
+	again, _ := desiredOf(statusRouter(), statusRouter().Spec.Addresses, "img")
 	if again.hash != base.hash {
 		t.Fatalf("the hash is not stable: %s, %s", base.hash, again.hash)
 	}
@@ -192,7 +192,7 @@ func TestEgressConfigHashCoversEveryInput(t *testing.T) {
 	for what, change := range changes {
 		r := statusRouter()
 		image, addrs := change(r)
-		d, err := newEgressDesired(r, addrs, image)
+		d, err := desiredOf(r, addrs, image)
 		if err != nil {
 			t.Fatal(err)
 		}

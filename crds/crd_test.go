@@ -116,6 +116,8 @@ func TestCRDs(t *testing.T) {
 // checkRules walks a schema and reports every CEL rule without a message (the default message
 // quotes the rule, which tells a user nothing) and every string field without a maximum length
 // in spec or status (the apiserver estimates a rule's cost from it), leaving out the metav1 types.
+// An enum bounds a string as well (the estimate takes its longest value), and without a maxLength
+// beside it a value outside the enum is told the supported values, not a length.
 func checkRules(s *apiextensionsv1.JSONSchemaProps, path string) []string {
 	if s == nil {
 		return nil
@@ -129,7 +131,7 @@ func checkRules(s *apiextensionsv1.JSONSchemaProps, path string) []string {
 	ours := strings.HasPrefix(path, ".spec") || strings.HasPrefix(path, ".status")
 	// metav1 types: selectors, conditions, and times (metav1.Time, a date-time string)
 	fromMeta := strings.Contains(path, "Selector") || strings.Contains(path, ".conditions") || s.Format == "date-time"
-	if s.Type == "string" && s.MaxLength == nil && ours && !fromMeta {
+	if s.Type == "string" && s.MaxLength == nil && len(s.Enum) == 0 && ours && !fromMeta {
 		problems = append(problems, fmt.Sprintf("%s: string without maxLength", path))
 	}
 	for name, p := range s.Properties {
@@ -149,6 +151,7 @@ func TestCheckRules(t *testing.T) {
 			"nodeSelector": {Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{"key": {Type: "string"}}},
 			"a":            {Type: "string", MaxLength: &maxLen, XValidations: apiextensionsv1.ValidationRules{{Rule: "self != ''"}}},
 			"b":            {Type: "string"},
+			"e":            {Type: "string", Enum: []apiextensionsv1.JSON{{Raw: []byte(`"A"`)}}},
 			"c":            {Type: "string", MaxLength: &maxLen, XValidations: apiextensionsv1.ValidationRules{{Rule: "true", Message: "fine"}}},
 			"l":            {Type: "array", Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &apiextensionsv1.JSONSchemaProps{Type: "string"}}},
 		},
@@ -193,11 +196,17 @@ func TestEgressRouterCRD(t *testing.T) {
 	if v.Name != "v1" || !v.Served || !v.Storage || v.Subresources == nil || v.Subresources.Status == nil {
 		t.Errorf("version %s served=%t storage=%t, want v1 served and stored with a status subresource", v.Name, v.Served, v.Storage)
 	}
+	// A column shows the first value its path finds, so each address has a column, and Reason is
+	// the first reason that is not AsExpected in the order the reconciler keeps (Degraded,
+	// Progressing, Available); controller's TestEgressRouterColumns reads them from a real API server.
 	want := []column{
-		{"Address", ".status.addresses[*].ip", "string", 0},
+		{"Address", ".status.addresses[0].ip", "string", 0},
 		{"Available", `.status.conditions[?(@.type=="Available")].status`, "string", 0},
+		{"Progressing", `.status.conditions[?(@.type=="Progressing")].status`, "string", 0},
 		{"Degraded", `.status.conditions[?(@.type=="Degraded")].status`, "string", 0},
-		{"Reason", `.status.conditions[?(@.type=="Degraded")].reason`, "string", 1},
+		{"Reason", `.status.conditions[?(@.reason!="AsExpected")].reason`, "string", 0},
+		{"Message", `.status.conditions[?(@.reason!="AsExpected")].message`, "string", 1},
+		{"Second Address", ".status.addresses[1].ip", "string", 1},
 		{"Pool", ".spec.pool", "string", 1},
 		{"Age", ".metadata.creationTimestamp", "date", 0},
 	}

@@ -101,10 +101,10 @@ func checkLink(r *Router, ifName string) (netlink.Link, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: %s is a %s, not a macvlan", ErrCheckFailed, ifName, link.Type())
 	}
-	if mv.Mode != netlinkModes[r.Mode] {
-		return nil, fmt.Errorf("%w: macvlan %s is in mode %d, want %s", ErrCheckFailed, ifName, mv.Mode, r.Mode)
+	if mv.Mode != netlinkModes[r.MacvlanMode] {
+		return nil, fmt.Errorf("%w: macvlan %s is in mode %d, want %s", ErrCheckFailed, ifName, mv.Mode, r.MacvlanMode)
 	}
-	if r.MAC != nil && r.Mode != "passthru" && !bytes.Equal(link.Attrs().HardwareAddr, r.MAC) {
+	if r.MAC != nil && r.MacvlanMode != "passthru" && !bytes.Equal(link.Attrs().HardwareAddr, r.MAC) {
 		return nil, fmt.Errorf("%w: %s has MAC %s, want %s (from macSeed)", ErrCheckFailed, ifName, link.Attrs().HardwareAddr, r.MAC)
 	}
 	if link.Attrs().Flags&unix.IFF_UP == 0 {

@@ -1,49 +1,12 @@
 package egressrouter
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/netip"
+
+	"github.com/netpool/netpool/crds/network/v1/egressnad"
 )
-
-// netConf is the netpool form of the config, as the EgressRouter reconciler writes it into the NAD.
-// Top-level fields the runtime adds (runtimeConfig, args, prevResult, ...) are allowed; inside the
-// router's own objects an unknown field is an error, so that a typo cannot silently drop a rule.
-type netConf struct {
-	CNIVersion       string          `json:"cniVersion"`
-	Name             string          `json:"name"`
-	Type             string          `json:"type"`
-	Interface        json.RawMessage `json:"interface"`
-	ClusterInterface string          `json:"clusterInterface"`
-	Addresses        json.RawMessage `json:"addresses"`
-	Redirect         json.RawMessage `json:"redirect"`
-	MacSeed          string          `json:"macSeed"`
-}
-
-type interfaceConf struct {
-	Type   string `json:"type"`
-	Master string `json:"master"`
-	Mode   string `json:"mode"`
-	MTU    int    `json:"mtu"`
-}
-
-type addressConf struct {
-	IP      string `json:"ip"`
-	Gateway string `json:"gateway"`
-}
-
-type redirectConf struct {
-	Rules      []ruleConf `json:"rules"`
-	FallbackIP string     `json:"fallbackIP"`
-}
-
-type ruleConf struct {
-	DestinationIP string `json:"destinationIP"`
-	Port          int    `json:"port"`
-	Protocol      string `json:"protocol"`
-	TargetPort    *int   `json:"targetPort"`
-}
 
 // Parse reads the network config on stdin, in either form, into a validated Router. Every error
 // wraps ErrInvalidConfig and names the field and value at fault.
@@ -52,7 +15,7 @@ func Parse(stdin []byte) (*Router, error) {
 	if err := json.Unmarshal(stdin, &keys); err != nil {
 		return nil, invalid("failed to parse network config: %v", err)
 	}
-	var base netConf
+	var base struct{ CNIVersion, Name string }
 	if err := json.Unmarshal(stdin, &base); err != nil {
 		return nil, invalid("failed to parse network config: %v", err)
 	}
@@ -66,7 +29,7 @@ func Parse(stdin []byte) (*Router, error) {
 		}
 		r, err = fromOpenShift(stdin)
 	} else {
-		r, err = fromNetConf(&base)
+		r, err = fromNetConf(stdin)
 	}
 	if err != nil {
 		return nil, err
@@ -92,70 +55,77 @@ func firstKey(keys map[string]json.RawMessage, names ...string) (string, bool) {
 	return "", false
 }
 
-func fromNetConf(c *netConf) (*Router, error) {
-	r := &Router{Mode: "bridge", ClusterInterface: c.ClusterInterface}
+// fromNetConf reads netpool's form: the NAD config the EgressRouter reconciler writes.
+func fromNetConf(stdin []byte) (*Router, error) {
+	c, err := egressnad.Decode(stdin)
+	if err != nil {
+		return nil, invalid("%v", err)
+	}
+	r := &Router{MacvlanMode: "bridge", ClusterInterface: c.ClusterInterface}
 	if r.ClusterInterface == "" {
 		r.ClusterInterface = "eth0"
 	}
-	if len(c.Interface) > 0 && string(c.Interface) != "null" {
-		var ic interfaceConf
-		if err := strictUnmarshal(c.Interface, &ic); err != nil {
-			return nil, invalid("interface: %v", err)
-		}
+	if ic := c.Interface; ic != nil {
 		if ic.Type != "" && ic.Type != "macvlan" {
 			return nil, invalid("interface.type %q is not supported; the only type is macvlan", ic.Type)
 		}
 		r.Master, r.MTU = ic.Master, ic.MTU
 		if ic.Mode != "" {
-			r.Mode = ic.Mode
+			r.MacvlanMode = ic.Mode
 		}
 	}
-	var addrs []addressConf
-	if len(c.Addresses) > 0 {
-		if err := strictUnmarshal(c.Addresses, &addrs); err != nil {
-			return nil, invalid("addresses: %v", err)
-		}
-	}
-	for _, a := range addrs {
+	for _, a := range c.Addresses {
 		addr, err := parseAddress(a.IP, a.Gateway)
 		if err != nil {
 			return nil, err
 		}
 		r.Addresses = append(r.Addresses, addr)
 	}
-	if len(c.Redirect) > 0 && string(c.Redirect) != "null" {
-		var rc redirectConf
-		if err := strictUnmarshal(c.Redirect, &rc); err != nil {
-			return nil, invalid("redirect: %v", err)
+	switch mode := c.RouterMode(); mode {
+	case egressnad.ModeRedirect:
+		if r.Mode, err = redirectFrom(c.Redirect); err != nil {
+			return nil, err
 		}
-		if len(rc.Rules) > MaxRules {
-			return nil, invalid("%d redirect rules given; at most %d", len(rc.Rules), MaxRules)
-		}
-		for i, rule := range rc.Rules {
-			parsed, err := rule.parse()
-			if err != nil {
-				return nil, invalid("redirect.rules[%d]: %v", i, err)
-			}
-			r.Rules = append(r.Rules, parsed)
-		}
-		if rc.FallbackIP != "" {
-			fb, err := netip.ParseAddr(rc.FallbackIP)
-			if err != nil {
-				return nil, invalid("redirect.fallbackIP %q is not an IP address", rc.FallbackIP)
-			}
-			r.Fallback = fb.Unmap()
-		}
+	default:
+		return nil, invalid("mode %q is not supported; the only mode is %s", mode, egressnad.ModeRedirect)
 	}
-	if len(c.MacSeed) > maxSeed {
-		return nil, invalid("macSeed is %d bytes long; at most %d", len(c.MacSeed), maxSeed)
+	if len(c.MACSeed) > maxSeed {
+		return nil, invalid("macSeed is %d bytes long; at most %d", len(c.MACSeed), maxSeed)
 	}
-	if c.MacSeed != "" {
-		r.MAC = macFromSeed(c.MacSeed)
+	if c.MACSeed != "" {
+		r.MAC = macFromSeed(c.MACSeed)
 	}
 	return r, nil
 }
 
-func (rc ruleConf) parse() (Rule, error) {
+// redirectFrom reads the Redirect mode's section; absent, the router redirects nothing and
+// rejects everything.
+func redirectFrom(c *egressnad.Redirect) (*Redirect, error) {
+	rd := &Redirect{}
+	if c == nil {
+		return rd, nil
+	}
+	if len(c.Rules) > MaxRules {
+		return nil, invalid("%d redirect rules given; at most %d", len(c.Rules), MaxRules)
+	}
+	for i, rule := range c.Rules {
+		parsed, err := parseRule(rule)
+		if err != nil {
+			return nil, invalid("redirect.rules[%d]: %v", i, err)
+		}
+		rd.Rules = append(rd.Rules, parsed)
+	}
+	if c.FallbackIP != "" {
+		fb, err := netip.ParseAddr(c.FallbackIP)
+		if err != nil {
+			return nil, invalid("redirect.fallbackIP %q is not an IP address", c.FallbackIP)
+		}
+		rd.Fallback = fb.Unmap()
+	}
+	return rd, nil
+}
+
+func parseRule(rc egressnad.Rule) (Rule, error) {
 	dst, err := netip.ParseAddr(rc.DestinationIP)
 	if err != nil || dst.Zone() != "" {
 		return Rule{}, fmt.Errorf("destinationIP %q is not an IP address", rc.DestinationIP)
@@ -177,7 +147,7 @@ func (rc ruleConf) parse() (Rule, error) {
 	return Rule{Destination: dst.Unmap(), Port: port, Protocol: proto, TargetPort: target}, nil
 }
 
-func portNumber(field string, n int) (uint16, error) {
+func portNumber(field string, n int32) (uint16, error) {
 	if n < 1 || n > 65535 {
 		return 0, fmt.Errorf("%s %d is not between 1 and 65535", field, n)
 	}
@@ -202,16 +172,4 @@ func parseAddress(ip, gateway string) (Address, error) {
 		a.Gateway = gw.Unmap()
 	}
 	return a, nil
-}
-
-func strictUnmarshal(data []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return err
-	}
-	if dec.More() {
-		return fmt.Errorf("trailing data after the value")
-	}
-	return nil
 }

@@ -7,9 +7,11 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/netpool/netpool/crds/network/v1/egressnad"
 )
 
-// contractExample is the config of EGRESS-CONTRACT.md, as the reconciler writes it.
+// contractExample is netpool's form of the config, as the reconciler writes it (docs/egress-router.md).
 const contractExample = `{
   "cniVersion": "1.1.0", "name": "er", "type": "netpool-egress-router",
   "interface": {"type": "macvlan", "master": "", "mode": "bridge", "mtu": 0},
@@ -46,17 +48,19 @@ func TestParseContract(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := &Router{
-		CNIVersion: "1.1.0", Name: "er", Mode: "bridge", ClusterInterface: "eth0",
+		CNIVersion: "1.1.0", Name: "er", MacvlanMode: "bridge", ClusterInterface: "eth0",
 		Addresses: []Address{
 			{netip.MustParsePrefix("192.168.12.99/24"), netip.MustParseAddr("192.168.12.1")},
 			{netip.MustParsePrefix("fd00:12::99/64"), netip.MustParseAddr("fd00:12::1")},
 		},
-		Rules: []Rule{
-			{netip.MustParseAddr("10.0.0.99"), 80, "UDP", 80},
-			{netip.MustParseAddr("203.0.113.26"), 8080, "TCP", 80},
+		Mode: &Redirect{
+			Rules: []Rule{
+				{netip.MustParseAddr("10.0.0.99"), 80, "UDP", 80},
+				{netip.MustParseAddr("203.0.113.26"), 8080, "TCP", 80},
+			},
+			Fallback: netip.MustParseAddr("203.0.113.30"),
 		},
-		Fallback: netip.MustParseAddr("203.0.113.30"),
-		MAC:      macFromSeed("ns/er"),
+		MAC: macFromSeed("ns/er"),
 	}
 	if !reflect.DeepEqual(r, want) {
 		t.Errorf("Parse = %+v\nwant    %+v", r, want)
@@ -70,11 +74,26 @@ func TestParseContractDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Mode != "bridge" || r.ClusterInterface != "eth0" || r.Master != "" || r.MTU != 0 || r.MAC != nil {
-		t.Errorf("defaults: mode %q, clusterInterface %q, master %q, mtu %d, mac %v", r.Mode, r.ClusterInterface, r.Master, r.MTU, r.MAC)
+	if r.MacvlanMode != "bridge" || r.ClusterInterface != "eth0" || r.Master != "" || r.MTU != 0 || r.MAC != nil {
+		t.Errorf("defaults: mode %q, clusterInterface %q, master %q, mtu %d, mac %v", r.MacvlanMode, r.ClusterInterface, r.Master, r.MTU, r.MAC)
 	}
-	if got := r.Rules[0]; got.TargetPort != 443 || got.Protocol != "TCP" {
+	rd, ok := r.Mode.(*Redirect)
+	if !ok {
+		t.Fatalf("mode %T, want the default Redirect", r.Mode)
+	}
+	if got := rd.Rules[0]; got.TargetPort != 443 || got.Protocol != "TCP" {
 		t.Errorf("rule %+v: want targetPort defaulted to port and protocol upper-cased", got)
+	}
+}
+
+// TestParseExplicitMode reads a config that names its mode: Redirect, the only one, as if absent.
+func TestParseExplicitMode(t *testing.T) {
+	r, err := Parse([]byte(strings.Replace(contractExample, `"type": "netpool-egress-router",`, `"type": "netpool-egress-router", "mode": "Redirect",`, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rd, ok := r.Mode.(*Redirect); !ok || len(rd.Rules) != 2 || r.Mode.Name() != egressnad.ModeRedirect {
+		t.Errorf("mode %#v, want Redirect with the config's two rules", r.Mode)
 	}
 }
 
@@ -84,15 +103,18 @@ func TestParseOpenShift(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := &Router{
-		CNIVersion: "0.4.0", Name: "egress-router-cni-nad", Master: "ens4", Mode: "bridge", MTU: 1400,
+		CNIVersion: "0.4.0", Name: "egress-router-cni-nad", Master: "ens4", MacvlanMode: "bridge", MTU: 1400,
 		ClusterInterface: "eth0",
 		Addresses:        []Address{{netip.MustParsePrefix("192.168.12.99/24"), netip.MustParseAddr("192.168.12.1")}},
-		Rules: []Rule{
-			{netip.MustParseAddr("10.0.0.99"), 80, "UDP", 80},
-			{netip.MustParseAddr("203.0.113.26"), 8080, "TCP", 80},
-			{netip.MustParseAddr("203.0.113.27"), 8443, "TCP", 443},
+		Mode: &Redirect{
+			Rules: []Rule{
+				{netip.MustParseAddr("10.0.0.99"), 80, "UDP", 80},
+				{netip.MustParseAddr("203.0.113.26"), 8080, "TCP", 80},
+				{netip.MustParseAddr("203.0.113.27"), 8443, "TCP", 443},
+			},
+			Fallback: netip.MustParseAddr("203.0.113.30"),
 		},
-		Fallback: netip.MustParseAddr("203.0.113.30"),
+		form: openShiftForm,
 	}
 	if !reflect.DeepEqual(r, want) {
 		t.Errorf("Parse = %+v\nwant    %+v", r, want)
@@ -111,8 +133,8 @@ func TestParseOpenShiftFallbackField(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Fallback != netip.MustParseAddr("192.0.2.77") || r.MTU != 1500 {
-		t.Errorf("fallback %v, mtu %d; want 192.0.2.77 and 1500", r.Fallback, r.MTU)
+	if fb := r.Mode.(*Redirect).Fallback; fb != netip.MustParseAddr("192.0.2.77") || r.MTU != 1500 {
+		t.Errorf("fallback %v, mtu %d; want 192.0.2.77 and 1500", fb, r.MTU)
 	}
 }
 
@@ -155,6 +177,10 @@ func TestParseErrors(t *testing.T) {
 		{"bad fallback", head + validRest + `,"redirect":{"fallbackIP":"nope"}}`, `redirect.fallbackIP "nope" is not an IP address`},
 		{"fallback of no family", head + validRest + `,"redirect":{"fallbackIP":"fd00::30"}}`, "fallbackIP fd00::30 has no router address of its IP family"},
 		{"long seed", head + validRest + `,"macSeed":"` + strings.Repeat("x", maxSeed+1) + `"}`, "macSeed is 1025 bytes long"},
+		{"unsupported mode", head + validRest + `,"mode":"HTTPProxy"}`, `mode "HTTPProxy" is not supported; the only mode is Redirect`},
+		{"passthru without master", head + validRest + `,"interface":{"mode":"passthru"}}`, "interface.mode passthru needs interface.master"},
+		{"OpenShift passthru without master", osHead + `"interfaceArgs":{"mode":"Passthru"},"ip":{"addresses":["192.0.2.5/24"],"gateway":"192.0.2.1"}}`,
+			"interfaceArgs.mode passthru needs interfaceArgs.master"},
 		{"mixed forms", head + validRest + `,"ip":{"addresses":["192.0.2.5/24"]}}`, `mixes OpenShift's fields`},
 		{"OpenShift without ip", osHead + `"interfaceType":"macvlan"}`, "ip is required"},
 		{"OpenShift ipvlan", osHead + `"interfaceType":"ipvlan","ip":{"addresses":["192.0.2.5/24"],"gateway":"192.0.2.1"}}`, `interfaceType "ipvlan" is not supported`},

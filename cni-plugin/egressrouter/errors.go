@@ -14,6 +14,7 @@ const (
 	CodeCheckFailed              uint = 111
 	CodeMasterNotFound           uint = 112
 	CodeClusterInterfaceNotFound uint = 113
+	CodeRouterExists             uint = 114
 )
 
 var (
@@ -30,6 +31,9 @@ var (
 	// ErrClusterInterfaceNotFound is returned when the pod has no cluster interface to take
 	// redirected traffic from.
 	ErrClusterInterfaceNotFound = errors.New("cluster interface not found")
+	// ErrRouterExists is returned by ADD when the pod's namespace already holds an egress router
+	// (another attachment's, or what one left): a pod has at most one.
+	ErrRouterExists = errors.New("the pod already has an egress router")
 )
 
 var codes = []struct {
@@ -41,6 +45,7 @@ var codes = []struct {
 	{ErrCheckFailed, CodeCheckFailed},
 	{ErrMasterNotFound, CodeMasterNotFound},
 	{ErrClusterInterfaceNotFound, CodeClusterInterfaceNotFound},
+	{ErrRouterExists, CodeRouterExists},
 }
 
 // toCNIError gives err its CNI code. skel passes a *types.Error through unchanged and turns anything

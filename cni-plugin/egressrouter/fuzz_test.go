@@ -28,8 +28,9 @@ func FuzzParse(f *testing.F) {
 		if err := r.validate(); err != nil {
 			t.Fatalf("parsed router fails its own validation: %v", err)
 		}
-		if len(r.Rules) > MaxRules || len(r.Addresses) > 2 {
-			t.Fatalf("parsed router exceeds the bounds: %d rules, %d addresses", len(r.Rules), len(r.Addresses))
+		rd, ok := r.Mode.(*Redirect)
+		if !ok || len(rd.Rules) > MaxRules || len(r.Addresses) > 2 {
+			t.Fatalf("parsed router exceeds the bounds: mode %T, %d addresses", r.Mode, len(r.Addresses))
 		}
 		_ = chains(r, "net1") // building the nftables table must not panic either
 	})

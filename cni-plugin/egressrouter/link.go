@@ -78,14 +78,14 @@ func createMacvlan(r *Router, master netlink.Link, netns ns.NetNS, ifName string
 			MTU:         mtu,
 			Namespace:   netlink.NsFd(int(netns.Fd())),
 		},
-		Mode: netlinkModes[r.Mode],
+		Mode: netlinkModes[r.MacvlanMode],
 	}
 	// A passthru macvlan takes over the master's own MAC; a derived one would rewrite the master's.
-	if r.MAC != nil && r.Mode != "passthru" {
+	if r.MAC != nil && r.MacvlanMode != "passthru" {
 		mv.HardwareAddr = r.MAC
 	}
 	if err := netlink.LinkAdd(mv); err != nil {
-		return fmt.Errorf("failed to create macvlan on %s (mode %s, mtu %d): %w", master.Attrs().Name, r.Mode, mtu, err)
+		return fmt.Errorf("failed to create macvlan on %s (mode %s, mtu %d): %w", master.Attrs().Name, r.MacvlanMode, mtu, err)
 	}
 	return netns.Do(func(ns.NetNS) error {
 		link, err := netlink.LinkByName(tmpName)

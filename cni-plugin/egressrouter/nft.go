@@ -34,7 +34,10 @@ type ruleSpec struct {
 
 var table = &nftables.Table{Name: TableName, Family: nftables.TableFamilyINet}
 
-// chains is the whole table for r with egress interface egressIf:
+// chains is the whole table for r with egress interface egressIf, as r's mode builds it.
+func chains(r *Router, egressIf string) []chainSpec { return r.Mode.chains(r, egressIf) }
+
+// chains is the Redirect mode's table:
 //   - prerouting (dstnat): for traffic arriving on the cluster interface to one of the pod's own
 //     addresses, each rule's port and protocol DNAT to destination:targetPort; the fallback of
 //     each family last;
@@ -44,14 +47,14 @@ var table = &nftables.Table{Name: TableName, Family: nftables.TableFamilyINet}
 //     cannot reach the cluster side through the router;
 //   - input (filter): for a family without a fallback, unmatched TCP is reset and UDP and SCTP get
 //     port-unreachable, so clients fail fast instead of timing out.
-func chains(r *Router, egressIf string) []chainSpec {
+func (rd *Redirect) chains(r *Router, egressIf string) []chainSpec {
 	pre := chainSpec{name: "prerouting", typ: nftables.ChainTypeNAT, hook: nftables.ChainHookPrerouting,
 		priority: nftables.ChainPriorityNATDest, policy: nftables.ChainPolicyAccept}
-	for _, rule := range r.Rules {
+	for _, rule := range rd.Rules {
 		pre.rules = append(pre.rules, dnatRule(r.ClusterInterface, rule))
 	}
-	if r.Fallback.IsValid() {
-		pre.rules = append(pre.rules, fallbackRule(r.ClusterInterface, r.Fallback))
+	if rd.Fallback.IsValid() {
+		pre.rules = append(pre.rules, fallbackRule(r.ClusterInterface, rd.Fallback))
 	}
 	post := chainSpec{name: "postrouting", typ: nftables.ChainTypeNAT, hook: nftables.ChainHookPostrouting,
 		priority: nftables.ChainPriorityNATSource, policy: nftables.ChainPolicyAccept}
@@ -70,7 +73,7 @@ func chains(r *Router, egressIf string) []chainSpec {
 		priority: nftables.ChainPriorityFilter, policy: nftables.ChainPolicyAccept}
 	for _, a := range r.Addresses {
 		is4 := a.Prefix.Addr().Is4()
-		if r.Fallback.IsValid() && r.Fallback.Is4() == is4 {
+		if rd.Fallback.IsValid() && rd.Fallback.Is4() == is4 {
 			continue
 		}
 		in.rules = append(in.rules, rejectRules(r.ClusterInterface, is4)...)

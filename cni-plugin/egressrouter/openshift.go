@@ -38,7 +38,8 @@ func fromOpenShift(stdin []byte) (*Router, error) {
 	if c.InterfaceType != "" && c.InterfaceType != "macvlan" {
 		return nil, invalid("interfaceType %q is not supported; the only type is macvlan", c.InterfaceType)
 	}
-	r := &Router{Mode: "bridge", ClusterInterface: "eth0"}
+	// OpenShift's egress-router CNI has the Redirect mode only.
+	r := &Router{MacvlanMode: "bridge", ClusterInterface: "eth0", form: openShiftForm}
 	if err := r.applyInterfaceArgs(c.InterfaceArgs); err != nil {
 		return nil, err
 	}
@@ -62,7 +63,7 @@ func (r *Router) applyInterfaceArgs(args map[string]json.RawMessage) error {
 			if k == "master" {
 				r.Master = s
 			} else if s != "" {
-				r.Mode = strings.ToLower(s)
+				r.MacvlanMode = strings.ToLower(s)
 			}
 		case "mtu":
 			mtu, err := parseMTU(raw)
@@ -123,29 +124,31 @@ func (r *Router) applyOpenShiftIP(ip *openShiftIP) error {
 	if len(ip.Destinations) > MaxRules+1 {
 		return invalid("%d destinations given; at most %d", len(ip.Destinations), MaxRules+1)
 	}
+	rd := &Redirect{}
+	r.Mode = rd
 	for i, d := range ip.Destinations {
 		rule, fallback, err := ParseDestination(d)
 		if err != nil {
 			return invalid("ip.destinations[%d]: %v", i, err)
 		}
 		if fallback.IsValid() {
-			if r.Fallback.IsValid() {
-				return invalid("ip.destinations[%d] %q is a second fallback; %s is already one", i, d, r.Fallback)
+			if rd.Fallback.IsValid() {
+				return invalid("ip.destinations[%d] %q is a second fallback; %s is already one", i, d, rd.Fallback)
 			}
-			r.Fallback = fallback
+			rd.Fallback = fallback
 			continue
 		}
-		r.Rules = append(r.Rules, rule)
+		rd.Rules = append(rd.Rules, rule)
 	}
 	if ip.FallbackIP != "" {
 		fb, err := netip.ParseAddr(ip.FallbackIP)
 		if err != nil || fb.Zone() != "" {
 			return invalid("ip.fallbackIP %q is not an IP address", ip.FallbackIP)
 		}
-		if r.Fallback.IsValid() && r.Fallback != fb.Unmap() {
-			return invalid("ip.fallbackIP %s and the fallback destination %s disagree", fb, r.Fallback)
+		if rd.Fallback.IsValid() && rd.Fallback != fb.Unmap() {
+			return invalid("ip.fallbackIP %s and the fallback destination %s disagree", fb, rd.Fallback)
 		}
-		r.Fallback = fb.Unmap()
+		rd.Fallback = fb.Unmap()
 	}
 	return nil
 }

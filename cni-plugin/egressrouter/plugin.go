@@ -48,6 +48,9 @@ func Add(args *skel.CmdArgs) error {
 	if err != nil {
 		return err
 	}
+	if err := refuseNodeConflicts(r, master); err != nil {
+		return err
+	}
 	if err := precheck(netns, r, args.IfName); err != nil {
 		return err
 	}
@@ -69,8 +72,8 @@ func Add(args *skel.CmdArgs) error {
 	return types.PrintResult(result(r, args, mac), r.CNIVersion)
 }
 
-// precheck refuses, before anything changes, a namespace that lacks the cluster interface or
-// already has an interface named ifName.
+// precheck refuses, before anything changes, a namespace that lacks the cluster interface,
+// already has an interface named ifName, or already holds an egress router (see routerState).
 func precheck(netns ns.NetNS, r *Router, ifName string) error {
 	return netns.Do(func(ns.NetNS) error {
 		if _, err := netlink.LinkByName(r.ClusterInterface); err != nil {
@@ -78,6 +81,18 @@ func precheck(netns ns.NetNS, r *Router, ifName string) error {
 		}
 		if _, err := netlink.LinkByName(ifName); err == nil {
 			return fmt.Errorf("interface %s already exists in %s", ifName, netns.Path())
+		}
+		conn, err := nftConn(netns)
+		if err != nil {
+			return err
+		}
+		state, err := routerState(conn)
+		if err != nil {
+			return err
+		}
+		if state != "" {
+			return fmt.Errorf("%w: %s holds %s; a pod has at most one egress router, since its policy routing table and nftables table are the namespace's",
+				ErrRouterExists, netns.Path(), state)
 		}
 		return nil
 	})
@@ -152,7 +167,9 @@ func Del(args *skel.CmdArgs) error {
 	return netns.Do(func(ns.NetNS) error { return teardown(netns, args.IfName) })
 }
 
-// teardown removes, in the current namespace, what ADD installs; a missing piece is not an error.
+// teardown removes, in the current namespace, what ADD installs for ifName; a missing piece is not
+// an error. The routing and the nftables table are left alone while another attachment's egress
+// interface still uses them: that is the DEL a runtime runs after ADD refused a second router.
 func teardown(netns ns.NetNS, ifName string) error {
 	var errs []error
 	if link, err := netlink.LinkByName(ifName); err == nil {
@@ -164,12 +181,15 @@ func teardown(netns ns.NetNS, ifName string) error {
 	} else if !errors.As(err, new(netlink.LinkNotFoundError)) {
 		errs = append(errs, fmt.Errorf("failed to look up %s: %w", ifName, err))
 	}
-	errs = append(errs, removeRouting())
 	conn, err := nftConn(netns)
 	if err != nil {
+		return errors.Join(append(errs, err)...)
+	}
+	switch owner, err := routerOwner(conn, ifName); {
+	case err != nil:
 		errs = append(errs, err)
-	} else {
-		errs = append(errs, removeTable(conn))
+	case owner == "":
+		errs = append(errs, removeRouting(), removeTable(conn))
 	}
 	return errors.Join(errs...)
 }
@@ -182,13 +202,17 @@ func GC(args *skel.CmdArgs) error {
 }
 
 // Status reports whether ADD could succeed now: the config is valid, the master can be found in the
-// host namespace, and nftables answers.
+// host namespace, the router would not take the node's own network, and nftables answers.
 func Status(args *skel.CmdArgs) error {
 	r, err := Parse(args.StdinData)
 	if err != nil {
 		return err
 	}
-	if _, err := resolveMaster(r.Master); err != nil {
+	master, err := resolveMaster(r.Master)
+	if err != nil {
+		return err
+	}
+	if err := refuseNodeConflicts(r, master); err != nil {
 		return err
 	}
 	conn, err := nftables.New()

@@ -18,21 +18,24 @@ const maxSeed = 1024
 type Router struct {
 	CNIVersion string
 	Name       string
+	// Mode is what the router does with what arrives on the cluster interface (Redirect, with its
+	// rules and fallback).
+	Mode Mode
 	// Master is the macvlan's lower device in the host namespace; empty means the interface of the
 	// host's default route, looked up at ADD.
-	Master string
-	Mode   string // bridge, private, vepa or passthru
+	Master      string
+	MacvlanMode string // bridge, private, vepa or passthru
 	// MTU is the macvlan's MTU; 0 means the master's.
 	MTU int
 	// ClusterInterface is the pod's cluster-network interface: it keeps its default route, and
 	// redirected traffic arrives on it.
 	ClusterInterface string
 	Addresses        []Address // at most one per family
-	Rules            []Rule
-	// Fallback, when valid, receives the traffic of its family that no rule matches.
-	Fallback netip.Addr
 	// MAC, when set, is the macvlan's address, derived from macSeed.
 	MAC net.HardwareAddr
+
+	// form is the config form the router was written in, for naming fields in errors.
+	form form
 }
 
 // Address is one of the router's addresses on the egress network, with the gateway that leads
@@ -67,8 +70,18 @@ func (r *Router) validate() error {
 	if r.Name == "" {
 		return invalid("name is required")
 	}
-	if !macvlanModes[r.Mode] {
-		return invalid("macvlan mode %q is not one of bridge, private, vepa, passthru", r.Mode)
+	if r.Mode == nil {
+		return invalid("the router has no mode")
+	}
+	if !macvlanModes[r.MacvlanMode] {
+		return invalid("macvlan mode %q is not one of bridge, private, vepa, passthru", r.MacvlanMode)
+	}
+	// Passthru gives the whole master to the macvlan. The default-route interface is the node's
+	// uplink, so passthru must name its master: a NAD author may not take the node off its network
+	// by leaving it out.
+	if r.MacvlanMode == "passthru" && r.Master == "" {
+		return invalid("%s passthru needs %s: passthru takes the whole interface from the node, and the default, the interface of the node's default route, is the node's uplink",
+			r.form.modeField(), r.form.masterField())
 	}
 	if r.Master != "" {
 		if err := validIfName(r.Master); err != nil {
@@ -84,7 +97,7 @@ func (r *Router) validate() error {
 	if err := r.validateAddresses(); err != nil {
 		return err
 	}
-	return r.validateRedirect()
+	return r.Mode.validate(r)
 }
 
 func (r *Router) validateAddresses() error {
@@ -119,12 +132,13 @@ func (r *Router) validateAddresses() error {
 	return nil
 }
 
-func (r *Router) validateRedirect() error {
-	if len(r.Rules) > MaxRules {
-		return invalid("%d redirect rules given; at most %d", len(r.Rules), MaxRules)
+// validate checks the rules and the fallback against the router's addresses.
+func (rd *Redirect) validate(r *Router) error {
+	if len(rd.Rules) > MaxRules {
+		return invalid("%d redirect rules given; at most %d", len(rd.Rules), MaxRules)
 	}
 	seen := map[string]bool{}
-	for _, rule := range r.Rules {
+	for _, rule := range rd.Rules {
 		if rule.Port == 0 || rule.TargetPort == 0 {
 			return invalid("redirect rule %s: port and targetPort must be between 1 and 65535", rule)
 		}
@@ -138,8 +152,8 @@ func (r *Router) validateRedirect() error {
 			return err
 		}
 	}
-	if r.Fallback.IsValid() {
-		return r.routable("fallbackIP", r.Fallback)
+	if rd.Fallback.IsValid() {
+		return r.routable("fallbackIP", rd.Fallback)
 	}
 	return nil
 }

@@ -89,6 +89,7 @@ func TestToCNIError(t *testing.T) {
 		{fmt.Errorf("%w: y", ErrCheckFailed), CodeCheckFailed},
 		{fmt.Errorf("%w: y", ErrMasterNotFound), CodeMasterNotFound},
 		{fmt.Errorf("%w: y", ErrClusterInterfaceNotFound), CodeClusterInterfaceNotFound},
+		{fmt.Errorf("%w: y", ErrRouterExists), CodeRouterExists},
 		{errors.New("netlink said no"), types.ErrInternal},
 		{types.NewError(55, "kept", ""), 55},
 	} {

@@ -71,6 +71,13 @@ func TestEgressRouterEndToEnd(t *testing.T) {
 		}
 	}
 	assertCondition(ctx, t, c, key, networkv1.EgressRouterAvailable, metav1.ConditionFalse, networkv1.ReasonPodNotReady)
+	// OpenShift's procedure finds the router's pod by app=egress-router-cni, and its Service selects
+	// it so: that selector finds Pod X.
+	var openShiftSelected corev1.PodList
+	must(t, c.List(ctx, &openShiftSelected, client.InNamespace(namespace), client.MatchingLabels{"app": "egress-router-cni"}))
+	if len(openShiftSelected.Items) != 1 || openShiftSelected.Items[0].Name != name {
+		t.Errorf("pods with app=egress-router-cni: %d, want Pod X alone", len(openShiftSelected.Items))
+	}
 
 	// Multus: the pod's networks annotation names the NAD; its config is the one plugin it runs,
 	// in the node's namespace (where the master is), for the pod's sandbox.

@@ -101,6 +101,7 @@ func TestCEL(t *testing.T) {
 		name   string
 		mutate func(r *networkv1.EgressRouter)
 		want   []string
+		absent []string // substrings the error must not contain
 	}{
 		{name: "valid", mutate: func(*networkv1.EgressRouter) {}},
 		{name: "a name that cannot name a Service", mutate: func(r *networkv1.EgressRouter) { r.Name = "1" + r.Name },
@@ -109,6 +110,21 @@ func TestCEL(t *testing.T) {
 			want: []string{"the name must be a DNS-1035 label"}},
 		{name: "an unknown mode", mutate: func(r *networkv1.EgressRouter) { r.Spec.Mode = "Proxy" },
 			want: []string{`spec.mode: Unsupported value: "Proxy"`}},
+		// OpenShift SDN's other modes: the error says which mode is supported, and nothing about length.
+		{name: "mode HTTPProxy", mutate: func(r *networkv1.EgressRouter) { r.Spec.Mode = "HTTPProxy" },
+			want: []string{`spec.mode: Unsupported value: "HTTPProxy": supported values: "Redirect"`}, absent: []string{"Too long"}},
+		{name: "mode DNSProxy", mutate: func(r *networkv1.EgressRouter) { r.Spec.Mode = "DNSProxy" },
+			want: []string{`supported values: "Redirect"`}, absent: []string{"Too long"}},
+		{name: "a long macvlan mode", mutate: func(r *networkv1.EgressRouter) { r.Spec.NetworkInterface.Macvlan.Mode = "Passthrough" },
+			want: []string{`spec.networkInterface.macvlan.mode: Unsupported value: "Passthrough"`}, absent: []string{"Too long"}},
+		{name: "a long protocol", mutate: func(r *networkv1.EgressRouter) { r.Spec.Redirect.RedirectRules[0].Protocol = "ICMPv6" },
+			want: []string{`Unsupported value: "ICMPv6": supported values: "TCP", "UDP", "SCTP"`}, absent: []string{"Too long"}},
+		{name: "Passthru without a master", mutate: func(r *networkv1.EgressRouter) {
+			r.Spec.NetworkInterface.Macvlan.Mode = networkv1.MacvlanModePassthru
+		}, want: []string{"master is required with mode Passthru"}},
+		{name: "Passthru with a master", mutate: func(r *networkv1.EgressRouter) {
+			r.Spec.NetworkInterface.Macvlan = networkv1.MacvlanConfig{Mode: networkv1.MacvlanModePassthru, Master: "ens5"}
+		}},
 		{name: "Redirect without redirect", mutate: func(r *networkv1.EgressRouter) { r.Spec.Redirect = nil },
 			want: []string{"redirect is required when mode is Redirect"}},
 		{name: "redirect without rules or fallback", mutate: func(r *networkv1.EgressRouter) { r.Spec.Redirect = &networkv1.RedirectConfig{} },
@@ -192,6 +208,11 @@ func TestCEL(t *testing.T) {
 			tt.mutate(r)
 			err := c.Create(ctx, r)
 			checkErr(t, err, tt.want)
+			for _, a := range tt.absent {
+				if err != nil && strings.Contains(err.Error(), a) {
+					t.Errorf("error %q contains %q", err, a)
+				}
+			}
 			if err == nil {
 				if err := c.Delete(ctx, r); err != nil {
 					t.Fatal(err)

@@ -65,6 +65,14 @@ const (
 	// to someone else.
 	ReasonAddressInUse = "AddressInUse"
 
+	// ReasonPoolNotAdmitted (Degraded=True) says the pool's namespaceSelector (or that of a pool
+	// whose addresses it overlaps) does not admit the router's namespace; nothing is claimed.
+	ReasonPoolNotAdmitted = "PoolNotAdmitted"
+
+	// ReasonUnsupportedMode (Degraded=True) says spec.mode is one this controller does not
+	// implement (a CRD newer than the controller); the router's children are left as they are.
+	ReasonUnsupportedMode = "UnsupportedMode"
+
 	// ReasonPodFailed (Degraded=True) says the router's pod has failed or its sandbox could not be
 	// set up; the pod is replaced.
 	ReasonPodFailed = "PodFailed"
@@ -91,18 +99,17 @@ const ConfigHashAnnotation = GroupName + "/config-hash"
 const ReleaseAddressFinalizer = GroupName + "/release-address"
 
 // EgressRouterMode is how the router forwards. Redirect, the only mode, DNATs each rule's port to
-// its destination.
+// its destination. The enum alone bounds it (and CEL's cost estimate), so that an unsupported mode
+// is told which are supported rather than how long a mode may be.
 // +kubebuilder:validation:Enum=Redirect
-// +kubebuilder:validation:MaxLength=8
 type EgressRouterMode string
 
 // EgressRouterModeRedirect redirects traffic sent to the router's own address to the rules'
 // destinations (and the fallback).
 const EgressRouterModeRedirect EgressRouterMode = "Redirect"
 
-// ProtocolType is a transport protocol of a redirect rule.
+// ProtocolType is a transport protocol of a redirect rule (bounded by its enum alone).
 // +kubebuilder:validation:Enum=TCP;UDP;SCTP
-// +kubebuilder:validation:MaxLength=4
 type ProtocolType string
 
 // The protocols of redirect rules.
@@ -112,9 +119,8 @@ const (
 	ProtocolTypeSCTP ProtocolType = "SCTP"
 )
 
-// MacvlanMode is the mode of the router's macvlan interface (ip-link(8)).
+// MacvlanMode is the mode of the router's macvlan interface (ip-link(8)), bounded by its enum alone.
 // +kubebuilder:validation:Enum=Bridge;Private;VEPA;Passthru
-// +kubebuilder:validation:MaxLength=8
 type MacvlanMode string
 
 // The macvlan modes.
@@ -125,7 +131,9 @@ const (
 	MacvlanModePrivate MacvlanMode = "Private"
 	// MacvlanModeVEPA sends traffic between macvlans of one master out through the switch.
 	MacvlanModeVEPA MacvlanMode = "VEPA"
-	// MacvlanModePassthru gives the master to a single macvlan.
+	// MacvlanModePassthru gives the master to a single macvlan: the node loses the interface, so
+	// the master must be named (and the plugin refuses one that holds the node's addresses or a
+	// default route).
 	MacvlanModePassthru MacvlanMode = "Passthru"
 )
 
@@ -177,6 +185,7 @@ type RedirectConfig struct {
 }
 
 // MacvlanConfig configures the router's macvlan interface.
+// +kubebuilder:validation:XValidation:rule="self.mode != 'Passthru' || (has(self.master) && size(self.master) > 0)",message="master is required with mode Passthru: a passthru macvlan takes the whole interface from the node, and the default master, the interface of the node's default route, is the node's uplink"
 type MacvlanConfig struct {
 	// mode is the macvlan mode: Bridge (the default), Private, VEPA or Passthru.
 	// +required
@@ -184,7 +193,7 @@ type MacvlanConfig struct {
 	Mode MacvlanMode `json:"mode,omitempty"`
 
 	// master is the host interface the macvlan sits on. When empty, the interface of the node's
-	// default route is used.
+	// default route is used; Passthru requires it.
 	// +optional
 	// +kubebuilder:validation:MaxLength=15
 	// +kubebuilder:validation:XValidation:rule="self == '' || (self != '.' && self != '..' && self.matches('^[^/:[:space:]]+$'))",message="master must be a network interface name: at most 15 characters, none of them '/', ':' or whitespace, and not '.' or '..'"
@@ -272,7 +281,9 @@ type EgressRouterSpec struct {
 
 // EgressRouterStatus is the observed state of a router, written by the reconciler.
 type EgressRouterStatus struct {
-	// conditions are Available, Progressing and Degraded (see the EgressRouter* constants).
+	// conditions are Degraded, Progressing and Available (see the EgressRouter* constants), kept
+	// in that order: the Reason column shows the first reason that is not AsExpected, which is
+	// thus the one that matters.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -302,10 +313,13 @@ type EgressRouterStatus struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:storageversion
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 63 && self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="the name must be a DNS-1035 label (at most 63 lowercase letters, digits and '-', starting with a letter), because the router's Service is named after it"
-// +kubebuilder:printcolumn:name="Address",type=string,JSONPath=`.status.addresses[*].ip`,description="The router's addresses in use"
+// +kubebuilder:printcolumn:name="Address",type=string,JSONPath=`.status.addresses[0].ip`,description="The router's first address in use"
 // +kubebuilder:printcolumn:name="Available",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].status`,description="Whether the router redirects traffic"
+// +kubebuilder:printcolumn:name="Progressing",type=string,JSONPath=`.status.conditions[?(@.type=="Progressing")].status`,description="Whether the router's pod is being created or replaced"
 // +kubebuilder:printcolumn:name="Degraded",type=string,JSONPath=`.status.conditions[?(@.type=="Degraded")].status`,description="Whether the reconciler cannot reach the spec"
-// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Degraded")].reason`,priority=1,description="Why it is degraded"
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.reason!="AsExpected")].reason`,description="The reason that matters: Degraded's, else Progressing's, else Available's (conditions are kept in that order)"
+// +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.conditions[?(@.reason!="AsExpected")].message`,priority=1,description="The message of that reason's condition"
+// +kubebuilder:printcolumn:name="Second Address",type=string,JSONPath=`.status.addresses[1].ip`,priority=1,description="The router's other address in use (a dual-stack router's); a column shows one value"
 // +kubebuilder:printcolumn:name="Pool",type=string,JSONPath=`.spec.pool`,priority=1,description="The IPPool the address is claimed in"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type EgressRouter struct {
