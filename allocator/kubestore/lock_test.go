@@ -22,9 +22,15 @@ import (
 type slowAPI struct {
 	delay time.Duration
 	next  http.RoundTripper
+	// requests counts what the store asks, as counter does.
+	requests counter
 }
 
-func (s *slowAPI) wrap(rt http.RoundTripper) http.RoundTripper { s.next = rt; return s }
+func (s *slowAPI) wrap(rt http.RoundTripper) http.RoundTripper {
+	s.requests.by = map[string]int{}
+	s.next = s.requests.wrap(rt)
+	return s
+}
 
 func (s *slowAPI) RoundTrip(r *http.Request) (*http.Response, error) {
 	if !informerRequest(r) {
@@ -73,6 +79,7 @@ func TestSlowAPIServerQueuesNoCall(t *testing.T) {
 			return err == nil && len(list) == 4
 		})
 		cs := conf("net-slow", `,"pool":"ops-slow"`)
+		slow.requests.take()
 		const adds = 24
 		got := make([]netip.Addr, adds)
 		errs := make([]error, adds)
@@ -103,13 +110,41 @@ func TestSlowAPIServerQueuesNoCall(t *testing.T) {
 			}
 			seen[got[i]] = i
 		}
-		t.Logf("%d concurrent borrowing ADDs with %v per request: the slowest took %v", adds, delay, slowest.Round(time.Millisecond))
+		by := slow.requests.take()
+		t.Logf("%d concurrent borrowing ADDs with %v per request: the slowest took %v; requests %v", adds, delay, slowest.Round(time.Millisecond), by)
+		// They share lists of the pool: one in flight serves every ADD that came to need it before
+		// it began, so a burst lists a few times, not once per ADD.
+		if lists := by["GET overlappingrangeipreservations"]; lists > adds/4 {
+			t.Errorf("%d lists of the pool for %d borrowing ADDs, want them shared (at most %d)", lists, adds, adds/4)
+		}
 		var list ipamv1.OverlappingRangeIPReservationList
 		if err := env.Client.List(ctx, &list, client.MatchingLabels{ipamv1.PoolLabel: pool.Name}); err != nil {
 			t.Fatal(err)
 		}
 		if len(list.Items) != len(seen) {
 			t.Errorf("%d reservations in %s for %d ADDs that succeeded", len(list.Items), pool.Name, len(seen))
+		}
+	})
+
+	t.Run("concurrent first uses of an inline pool", func(t *testing.T) {
+		// A burst on a new network: every ADD finds the pool missing. They share one Create.
+		cs := conf("net-slow-new", `,"range":"10.75.0.0/24"`)
+		slow.requests.take()
+		const adds = 24
+		errs := make([]error, adds)
+		var wg sync.WaitGroup
+		for i := range adds {
+			wg.Go(func() { _, errs[i] = n.add(cs, "", fmt.Sprintf("new-%d", i)) })
+		}
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Errorf("ADD new-%d: %v", i, err)
+			}
+		}
+		by := slow.requests.take()
+		if creates := by["POST ippools"]; creates != 1 {
+			t.Errorf("%d Creates of the inline pool for %d concurrent first uses, want 1 (requests %v)", creates, adds, by)
 		}
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"iter"
 	"net/netip"
 	"slices"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -423,15 +424,13 @@ func (s *Store) releasedUnlocked(ctx context.Context, st *poolState, a netip.Add
 // after another.
 func (t *txn) borrow(ctx context.Context, u *poolUse, p allocator.Pool, al *allocator.Allocation) error {
 	s, st := t.b.s, u.state
-	taken, foreign, err := s.listScope(ctx, u)
+	taken, err := t.sharedScope(ctx, u)
 	if err != nil {
 		return err
 	}
-	if err := lockPool(ctx, st); err != nil {
-		return err
-	}
-	st.applyScope(foreign)
-	unlockPool(st)
+	// What the list does not show yet, the node knows: its own Creates since (its concurrent
+	// borrowers', in the index), those in flight, and addresses found taken.
+	known := s.takenFn(u)
 	// try creates the reservation of a if it is still a candidate (ok false: it is not, or it was
 	// taken); the pool's lock is not held.
 	try := func(a netip.Addr, eligible func(netip.Addr) bool) (done bool, err error) {
@@ -439,7 +438,7 @@ func (t *txn) borrow(ctx context.Context, u *poolUse, p allocator.Pool, al *allo
 			return false, err
 		}
 		name := ipamv1.ReservationName(u.scope, a)
-		if _, busy := st.inflight[name]; busy || !eligible(a) {
+		if known(a) || !eligible(a) {
 			unlockPool(st)
 			return false, nil
 		}
@@ -507,6 +506,80 @@ func (t *txn) borrow(ctx context.Context, u *poolUse, p allocator.Pool, al *allo
 	// holds what, and a NAD author may not know which pool an inline range became.
 	return fmt.Errorf("%w: no free address in IPPool %s (window %s-%s, capacity %s): every address is reserved; see kubectl describe ippools.ipam.netpool.io %s",
 		allocator.ErrPoolExhausted, st.name, p.Range.Start, p.Range.End, capacityText(p.Range), st.name)
+}
+
+// scopeList is one list of a pool's scope (listScope), which the node's concurrent borrowers of
+// the pool share: thirty ADDs borrowing at once make one list, not thirty that a loaded API server
+// answers ever slower.
+type scopeList struct {
+	started time.Time
+	done    chan struct{}
+	taken   []netip.Addr // read-only once done
+	err     error
+}
+
+// sharedScope returns the addresses held in u's scope, from a list that began after this call
+// came to need it: one in flight or just made by another call of the node, or one of its own. So
+// what the call sees is never older than the call, as if it had listed itself. The pool's lock is
+// not held.
+func (t *txn) sharedScope(ctx context.Context, u *poolUse) ([]netip.Addr, error) {
+	s, st := t.b.s, u.state
+	since := time.Now()
+	for {
+		if err := lockPool(ctx, st); err != nil {
+			return nil, err
+		}
+		l := st.listing
+		usable := l != nil && !l.started.Before(since)
+		if l != nil && !usable && !isDone(l.done) {
+			unlockPool(st) // a list older than this call is in flight: the next one is this call's
+			if err := waitList(ctx, st, l); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if !usable || (isDone(l.done) && l.err != nil) {
+			l = &scopeList{started: time.Now(), done: make(chan struct{})}
+			st.listing = l
+			unlockPool(st)
+			taken, foreign, err := s.listScope(ctx, u)
+			st.lock <- struct{}{} // without a bound: the waiters must be told whatever happens
+			l.taken, l.err = taken, err
+			if err == nil {
+				st.applyScope(foreign)
+			}
+			close(l.done)
+			unlockPool(st)
+			return taken, err
+		}
+		unlockPool(st)
+		if err := waitList(ctx, st, l); err != nil {
+			return nil, err
+		}
+		if l.err == nil {
+			return l.taken, nil
+		}
+		// That list failed, within its caller's bound: this call lists itself.
+	}
+}
+
+func isDone(c chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+func waitList(ctx context.Context, st *poolState, l *scopeList) error {
+	select {
+	case <-l.done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("%w: timed out waiting for this node's list of the addresses of pool %s: %w",
+			allocator.ErrStoreBusy, st.name, ctx.Err())
+	}
 }
 
 // listScope lists, live and page by page, the addresses held in u's scope inside the pool's range:

@@ -81,6 +81,8 @@ type Store struct {
 	pending map[pendingClaim]struct{}
 	// coolingKick wakes the writer of cooling records (coolingLoop).
 	coolingKick chan struct{}
+	// creating are the node's creations of inline pools in flight, by pool name.
+	creating map[string]*poolCreation
 }
 
 // pendingClaim is a reservation that may or may not exist: its Create was sent and no answer came
@@ -181,7 +183,7 @@ func New(cfg *rest.Config, opts Options) (*Store, error) {
 		node: opts.NodeName, opts: opts, log: log.With("node", opts.NodeName),
 		client: cached, live: live, cache: c, index: newIndex(), reach: reach,
 		pools: map[string]*poolState{}, owners: map[allocator.Owner]*ownerLock{}, pending: map[pendingClaim]struct{}{},
-		coolingKick: make(chan struct{}, 1),
+		coolingKick: make(chan struct{}, 1), creating: map[string]*poolCreation{},
 	}
 	s.index.deletedElsewhere = s.cooledElsewhere
 	return s, nil

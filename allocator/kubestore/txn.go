@@ -526,15 +526,10 @@ func (t *txn) HasFree(ctx context.Context, p allocator.Pool) (bool, error) {
 		st.foreign[name] = true
 		unlockPool(st)
 	}
-	taken, foreign, err := s.listScope(ctx, u)
+	taken, err := t.sharedScope(ctx, u)
 	if err != nil {
 		return false, err
 	}
-	if err := lockPool(ctx, st); err != nil {
-		return false, err
-	}
-	st.applyScope(foreign)
-	unlockPool(st)
 	for range freeIn(p.Range, taken) {
 		return true, nil
 	}
