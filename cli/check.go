@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -65,10 +66,13 @@ whereabouts allocation holds that netpool gives to another attachment is HeldTwi
 netpool pool that netpool does not hold is WhereaboutsOnly (netpool may hand it out again; netpoolctl
 migrate whereabouts --apply imports it). --whereabouts=false skips this.
 
-With --db it checks an embedded store file, opened read-only and never created: bbolt's own
-consistency check, and that netpool's indexes agree with the allocation records (the owners
-index, each pool's used runs, each overlap scope's runs), that every record decodes and that
-every address lies in its pool's subnet.
+With --db it checks an embedded store file, opened read-only and never created: that its page
+graph is sound (every page bbolt would follow lies in the file and is reached once, so a
+cycle or an overflow past the file is refused at once), bbolt's own consistency check, and
+that netpool's indexes agree with the allocation records (the owners index, each pool's used
+runs, each overlap scope's runs), that every record decodes and that every address lies in
+its pool's subnet. It waits at most --request-timeout for a plugin that is writing; SIGTERM
+or SIGINT ends it at once.
 
 Examples:
   # Check the cluster
@@ -97,7 +101,7 @@ Examples:
 				if cmd.Flags().Changed("whereabouts") {
 					return fmt.Errorf("--whereabouts compares a cluster's whereabouts records; an embedded store has none")
 				}
-				report, err = checkBolt(opts)
+				report, err = checkBolt(cmd.Context(), opts)
 			} else {
 				var c clusterChecker
 				if c.client, err = opts.kubeClient(); err != nil {
@@ -141,11 +145,11 @@ Examples:
 }
 
 // checkBolt verifies the embedded store at --db; --request-timeout bounds the wait for a writer.
-func checkBolt(opts *options) (checkReport, error) {
+func checkBolt(ctx context.Context, opts *options) (checkReport, error) {
 	if opts.timeout <= 0 {
 		return checkReport{}, fmt.Errorf("--request-timeout must be positive, not %s", opts.timeout)
 	}
-	v, err := boltstore.Verify(opts.db, opts.timeout)
+	v, err := boltstore.Verify(ctx, opts.db, opts.timeout)
 	if err != nil {
 		return checkReport{}, err
 	}
