@@ -24,7 +24,10 @@ func TestLeaderElectionOneLeaderAndTakeOverWhenItDies(t *testing.T) {
 	opts.LeaderElection = true
 	opts.LeaderElectionID = "netpool-controller-test"
 	opts.LeaderElectionNamespace = f.NS
-	opts.LeaseDuration, opts.RenewDeadline, opts.RetryPeriod = 3*time.Second, 2*time.Second, 250*time.Millisecond
+	// A leader that cannot renew within RenewDeadline steps down and stops, so the deadline must hold
+	// on a loaded machine (at load average 20 a 2 s one lapsed mid-test); the take-over waits for
+	// the LeaseDuration after the leader dies.
+	opts.LeaseDuration, opts.RenewDeadline, opts.RetryPeriod = 10*time.Second, 8*time.Second, 500*time.Millisecond
 	opts.ReleaseLeaseOnStop = false // stopping acts as a crash: the Lease must expire
 	a := mustStartManager(t, nil, opts)
 	b := mustStartManager(t, nil, opts)
@@ -63,7 +66,7 @@ func TestLeaderElectionOneLeaderAndTakeOverWhenItDies(t *testing.T) {
 	holder := leaseHolder(f, opts)
 	leader.Stop(t)
 	died := time.Now()
-	poll.Eventually(t, 15*time.Second, "the follower takes over", func() error {
+	poll.Eventually(t, 60*time.Second, "the follower takes over", func() error {
 		if !elected(follower) {
 			return errors.New("not elected yet")
 		}
