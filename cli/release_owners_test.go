@@ -70,7 +70,7 @@ func TestReleaseOfPersistentOwners(t *testing.T) {
 		{"10.77.3.12", scaled, "StatefulSet " + ns + "/db has 1 replicas, so ordinal 1 is gone, but pod " + ns + "/db-1 on node ctlops-node-a still bound to 10.77.3.12"},
 	} {
 		msg, err := release(tt.addr)
-		if err == nil || !strings.Contains(msg, "refusing to release while the owner is alive") || !strings.Contains(msg, tt.want) {
+		if err == nil || !strings.Contains(msg, "refusing to release, by the GC policy's rules") || !strings.Contains(msg, tt.want) {
 			t.Errorf("release %s: %q, %v; want a refusal saying %q", tt.addr, msg, err, tt.want)
 		}
 		if !exists(tt.res) {

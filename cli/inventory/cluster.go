@@ -99,12 +99,29 @@ func (c *Cluster) Pools(ctx context.Context) ([]Pool, error) {
 	return out, nil
 }
 
+// PodAllocations lists the pod's reservations, which the API server selects on spec.podRef.
+func (c *Cluster) PodAllocations(ctx context.Context, namespace, name string) ([]Allocation, error) {
+	var list ipamv1.OverlappingRangeIPReservationList
+	if err := c.Client.List(ctx, &list, client.MatchingFields{PodRefField: namespace + "/" + name}); err != nil {
+		return nil, fmt.Errorf("failed to list the reservations of pod %s/%s: %w", namespace, name, err)
+	}
+	return c.allocationsOf(list.Items, ""), nil
+}
+
+// PodRefField is the reservations' selectable field of their pod, "namespace/name".
+const PodRefField = "spec.podRef"
+
 // Allocations lists the reservations of pool (every pool for "").
 func (c *Cluster) Allocations(ctx context.Context, pool string) ([]Allocation, error) {
 	rs, err := c.reservations(ctx)
 	if err != nil {
 		return nil, err
 	}
+	return c.allocationsOf(rs, pool), nil
+}
+
+// allocationsOf is the allocations of the reservations rs of pool ("" for every pool), sorted.
+func (c *Cluster) allocationsOf(rs []ipamv1.OverlappingRangeIPReservation, pool string) []Allocation {
 	var out []Allocation
 	for i := range rs {
 		r := &rs[i]
@@ -119,11 +136,12 @@ func (c *Cluster) Allocations(ctx context.Context, pool string) ([]Allocation, e
 		out = append(out, Allocation{
 			Pool: r.Spec.Pool, Address: addr.Unmap(), Namespace: ns, PodName: name, PodUID: r.Spec.PodUID,
 			ContainerID: r.Spec.ContainerID, Interface: r.Spec.IfName, Node: r.Spec.Node,
-			Network: r.Annotations[kubestore.NetworkAnnotation], Created: r.CreationTimestamp.Time, ref: r,
+			Network: r.Annotations[kubestore.NetworkAnnotation], NetworkName: r.Spec.NetworkName, Reservation: r.Name, UID: string(r.UID),
+			Owner: ownerOf(r.Spec.Owner), Created: r.CreationTimestamp.Time, ref: r,
 		})
 	}
 	sortAllocations(out)
-	return out, nil
+	return out
 }
 
 func sortAllocations(as []Allocation) {
@@ -134,6 +152,10 @@ func sortAllocations(as []Allocation) {
 		return as[i].Address.Less(as[j].Address)
 	})
 }
+
+// Released is empty: on this version an agent keeps its pools' cool-downs in its own memory, which
+// nothing in the cluster shows.
+func (c *Cluster) Released(context.Context, string) ([]Released, error) { return nil, nil }
 
 // Slices lists pool's IPPoolSlices, each with the reservations of the pool inside it.
 func (c *Cluster) Slices(ctx context.Context, pool string) ([]Slice, error) {
@@ -184,7 +206,7 @@ func (c *Cluster) Alive(ctx context.Context, a Allocation) (bool, string, error)
 	case v.Reason != "":
 		return false, v.Reason + ": " + v.Detail, nil
 	case v.Recheck > 0:
-		return true, fmt.Sprintf("the reservation is younger than the GC grace period %s: an ADD may still be in progress", c.Grace), nil
+		return true, fmt.Sprintf("the reservation is younger than the grace %s: an ADD may still be in progress (--grace)", c.Grace), nil
 	case v.Bound != "":
 		return true, v.Bound, nil
 	case r.Spec.Owner != nil:
@@ -203,4 +225,11 @@ func (c *Cluster) Alive(ctx context.Context, a Allocation) (bool, string, error)
 // claim made anew under the same name is never touched.
 func (c *Cluster) Release(ctx context.Context, a Allocation) (bool, error) {
 	return gcpolicy.Delete(ctx, c.Client, a.ref.(*ipamv1.OverlappingRangeIPReservation))
+}
+
+func ownerOf(o *ipamv1.ReservationOwner) *Owner {
+	if o == nil {
+		return nil
+	}
+	return &Owner{Kind: string(o.Kind), Namespace: o.Namespace, Name: o.Name, Ordinal: o.Ordinal, Interface: o.Interface}
 }
