@@ -53,6 +53,15 @@ func TestReleaseOfPersistentOwners(t *testing.T) {
 		}
 		return errOut, nil
 	}
+	for addr, owner := range map[string]string{
+		"10.77.3.10": "IPAMClaim " + ns + "/vm-a.anet",
+		"10.77.3.12": "StatefulSet " + ns + "/db ordinal 1",
+	} {
+		out, _, err := runCLIAt(t, now, "--kubeconfig", e.env.Kubeconfig, "whois", addr)
+		if err != nil || !strings.Contains(out, owner) {
+			t.Errorf("whois %s: %v; want OWNER %q in\n%s", addr, err, owner, out)
+		}
+	}
 	exists := func(r *ipamv1.OverlappingRangeIPReservation) bool {
 		err := e.c.Get(e.ctx, client.ObjectKeyFromObject(r), &ipamv1.OverlappingRangeIPReservation{})
 		if err != nil && !apierrors.IsNotFound(err) {
