@@ -103,7 +103,7 @@ func startInformers(ctx context.Context, c client.WithWatch, scope watchScope, t
 	case <-changed:
 	default:
 	}
-	return &inventory.Cluster{Client: sc, Now: time.Now}, changed, nil
+	return &inventory.Cluster{Client: sc, Now: time.Now, LiveCounts: true}, changed, nil
 }
 
 // storeClient answers the lists of the kinds its informers keep from their stores, whole (no

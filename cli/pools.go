@@ -15,6 +15,7 @@ func newPools(opts *options) *cobra.Command {
 	var (
 		network  string
 		watch    bool
+		count    bool
 		interval time.Duration
 	)
 	cmd := &cobra.Command{
@@ -24,7 +25,11 @@ func newPools(opts *options) *cobra.Command {
 gateway and any network or broadcast address), the addresses held now, the addresses free, the
 utilisation and (in a cluster) its Ready condition as the controller last wrote it, "False
 (PoolExhausted)" for a pool with no address left. In a cluster the pools are the IPPools and
-"used" counts their reservations live; with --db they are the embedded store's pools, each with
+"used" is the controller's count of their reservations (status.allocated, written at most a
+second after a change), so the list costs one request however many addresses the cluster holds;
+--count counts every reservation now instead (one list of all of them), as --watch does (its
+informer holds the reservations); a pool that has no count yet (the controller has not counted
+it) is counted now from its own reservations, which the API server selects on spec.pool. json says which in each pool's usedFrom. With --db they are the embedded store's pools, each with
 the range of the last config that claimed in it (a pool of a file written before netpool recorded
 ranges shows only its CIDR, and no capacity, until its next claim). Counts of more than six
 digits print to three significant digits (18.4E for an IPv6 /64); json and yaml keep them exact.
@@ -60,6 +65,9 @@ by reading the file every --watch-interval. The header is printed once.
 				return err
 			}
 			defer src.Close()
+			if c, ok := src.(*inventory.Cluster); ok {
+				c.LiveCounts = count
+			}
 			out, err := render(cmd.Context(), src)
 			if err != nil {
 				return err
@@ -68,6 +76,7 @@ by reading the file every --watch-interval. The header is printed once.
 		},
 	}
 	cmd.Flags().StringVar(&network, "network", "", "list only the pools of this network name")
+	cmd.Flags().BoolVar(&count, "count", false, "count every pool's reservations now instead of taking the controller's status.allocated")
 	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "after listing, print a pool's row again whenever it changes")
 	cmd.Flags().DurationVar(&interval, "watch-interval", 2*time.Second, "with --watch and --db, how often to read the file for a change")
 	registerCompletion(cmd, opts, "network", completeNetworks)

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
 )
 
 // kubectlFormat is one of kubectl's output flags that a golden file shows for a view command.
@@ -187,5 +189,23 @@ func TestHumanCount(t *testing.T) {
 		if got := humanCount(in); got != want {
 			t.Errorf("humanCount(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestPoolsUsedFromStatus: with every pool counted by the controller (status.allocated), pools
+// takes that count (one request); --count counts the reservations now.
+func TestPoolsUsedFromStatus(t *testing.T) {
+	e := newLCEnv(t)
+	p := e.pool("ctlops-usedfrom", ipamv1.IPPoolSpec{Range: "10.77.5.0/24", NetworkName: "ctlops-usedfrom"})
+	e.reservation(p, "10.77.5.10", "ctlops-usedfrom/a", "uid-a", "node-a", "")
+	e.setStatusCounts(p, "254", 7, "247")
+	kc := []string{"--kubeconfig", e.env.Kubeconfig}
+	out, _, err := runCLI(t, append(kc, "pools", "--network", "ctlops-usedfrom", "-o", "jsonpath={.items[0].used} {.items[0].usedFrom}")...)
+	if err != nil || out != "7 status" {
+		t.Fatalf("pools: %q, %v; want the controller's count 7", out, err)
+	}
+	out, _, err = runCLI(t, append(kc, "pools", "--count", "--network", "ctlops-usedfrom", "-o", "jsonpath={.items[0].used} {.items[0].usedFrom}")...)
+	if err != nil || out != "1 reservations" {
+		t.Fatalf("pools --count: %q, %v; want the 1 reservation counted now", out, err)
 	}
 }

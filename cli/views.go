@@ -41,6 +41,9 @@ type poolView struct {
 	// Capacity and Free are decimal strings: an IPv6 pool holds more than an int64 counts.
 	Capacity string `json:"capacity,omitempty"`
 	Used     int64  `json:"used"`
+	// UsedFrom says what Used counts: "reservations" (counted now) or "status" (the controller's
+	// status.allocated).
+	UsedFrom string `json:"usedFrom,omitempty"`
 	Free     string `json:"free,omitempty"`
 	// UtilizationPercent is used/capacity in percent, rounded to one decimal.
 	UtilizationPercent *float64 `json:"utilizationPercent,omitempty"`
@@ -105,7 +108,7 @@ func docTime(t time.Time) *time.Time {
 }
 
 func viewOfPool(p inventory.Pool) poolView {
-	v := poolView{Name: p.Name, Network: p.Network, Used: p.Used, Ready: p.Ready, NotServing: p.NotServing, RangeError: p.RangeErr, Created: docTime(p.Created)}
+	v := poolView{Name: p.Name, Network: p.Network, Used: p.Used, UsedFrom: p.UsedFrom, Ready: p.Ready, NotServing: p.NotServing, RangeError: p.RangeErr, Created: docTime(p.Created)}
 	if p.Model == nil {
 		if p.Subnet.IsValid() {
 			v.Range = p.Subnet.String()

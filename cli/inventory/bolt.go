@@ -31,7 +31,7 @@ func (b *Bolt) Pools(context.Context) ([]Pool, error) {
 	}
 	out := make([]Pool, 0, len(infos))
 	for _, info := range infos {
-		p := Pool{Name: info.Key, Network: networkOf(info.Key), Used: int64(info.Allocated), Created: info.Created}
+		p := Pool{Name: info.Key, Network: networkOf(info.Key), Used: int64(info.Allocated), UsedFrom: UsedFromReservations, Created: info.Created}
 		p.Subnet, _ = netip.ParsePrefix(strings.TrimPrefix(info.Key, p.Network+"/"))
 		switch obj, err := ippool.Derive(p.Network, info.Range, ippool.Rules{Overlapping: true}); {
 		case info.RangeErr != nil:

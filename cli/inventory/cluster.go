@@ -24,6 +24,9 @@ type Cluster struct {
 	Grace time.Duration
 	// PageSize is how many reservations one List request returns; 0 means 500.
 	PageSize int64
+	// LiveCounts makes Pools count every pool's reservations now, one list of all of them,
+	// instead of taking the controller's status.allocated of each pool that has one.
+	LiveCounts bool
 }
 
 var _ Source = (*Cluster)(nil)
@@ -38,7 +41,7 @@ func (c *Cluster) Close() error { return nil }
 // per address, and pages keep each response (and the API server's work for it) bounded.
 const defaultPageSize = 500
 
-func (c *Cluster) reservations(ctx context.Context) ([]ipamv1.OverlappingRangeIPReservation, error) {
+func (c *Cluster) reservations(ctx context.Context, opts ...client.ListOption) ([]ipamv1.OverlappingRangeIPReservation, error) {
 	page := c.PageSize
 	if page <= 0 {
 		page = defaultPageSize
@@ -47,7 +50,7 @@ func (c *Cluster) reservations(ctx context.Context) ([]ipamv1.OverlappingRangeIP
 	cont := ""
 	for {
 		var list ipamv1.OverlappingRangeIPReservationList
-		if err := c.Client.List(ctx, &list, client.Limit(page), client.Continue(cont)); err != nil {
+		if err := c.Client.List(ctx, &list, append([]client.ListOption{client.Limit(page), client.Continue(cont)}, opts...)...); err != nil {
 			return nil, fmt.Errorf("failed to list OverlappingRangeIPReservations: %w", err)
 		}
 		out = append(out, list.Items...)
@@ -57,25 +60,45 @@ func (c *Cluster) reservations(ctx context.Context) ([]ipamv1.OverlappingRangeIP
 	}
 }
 
-// Pools lists the IPPools with the number of reservations each holds now (counted, not the
-// status, which the controller writes a moment later).
+// Pools lists the IPPools with the number of reservations each holds: the controller's count
+// (status.allocated, written at most a second after a change) where a pool has one and LiveCounts
+// is off, so that listing the pools costs one request whatever the cluster holds; otherwise
+// counted now, from one list of every reservation (LiveCounts) or of the pool's own, which the
+// API server selects on spec.pool.
 func (c *Cluster) Pools(ctx context.Context) ([]Pool, error) {
 	var list ipamv1.IPPoolList
 	if err := c.Client.List(ctx, &list); err != nil {
 		return nil, fmt.Errorf("failed to list IPPools: %w", err)
 	}
-	rs, err := c.reservations(ctx)
-	if err != nil {
-		return nil, err
-	}
 	used := map[string]int64{}
-	for _, r := range rs {
-		used[r.Spec.Pool]++
+	if c.LiveCounts {
+		rs, err := c.reservations(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range rs {
+			used[r.Spec.Pool]++
+		}
+	} else {
+		for _, p := range list.Items {
+			if p.Status.Allocated != nil {
+				used[p.Name] = *p.Status.Allocated
+				continue
+			}
+			rs, err := c.reservations(ctx, client.MatchingFields{PoolField: p.Name})
+			if err != nil {
+				return nil, err
+			}
+			used[p.Name] = int64(len(rs))
+		}
 	}
 	out := make([]Pool, 0, len(list.Items))
 	for i := range list.Items {
 		obj := &list.Items[i]
-		p := Pool{Name: obj.Name, Network: obj.Spec.NetworkName, Used: used[obj.Name], Created: obj.CreationTimestamp.Time}
+		p := Pool{Name: obj.Name, Network: obj.Spec.NetworkName, Used: used[obj.Name], Created: obj.CreationTimestamp.Time, UsedFrom: UsedFromReservations}
+		if !c.LiveCounts && obj.Status.Allocated != nil {
+			p.UsedFrom = UsedFromStatus
+		}
 		if model, err := ippool.Parse(obj); err != nil {
 			p.RangeErr = err.Error()
 			p.Subnet, _ = netip.ParsePrefix(obj.Spec.Range)
@@ -108,12 +131,21 @@ func (c *Cluster) PodAllocations(ctx context.Context, namespace, name string) ([
 	return c.allocationsOf(list.Items, ""), nil
 }
 
-// PodRefField is the reservations' selectable field of their pod, "namespace/name".
-const PodRefField = "spec.podRef"
+// PodRefField and PoolField are the reservations' selectable fields of their pod
+// ("namespace/name") and their pool.
+const (
+	PodRefField = "spec.podRef"
+	PoolField   = "spec.pool"
+)
 
-// Allocations lists the reservations of pool (every pool for "").
+// Allocations lists the reservations of pool (every pool for ""); the API server selects a
+// pool's on spec.pool.
 func (c *Cluster) Allocations(ctx context.Context, pool string) ([]Allocation, error) {
-	rs, err := c.reservations(ctx)
+	var opts []client.ListOption
+	if pool != "" {
+		opts = append(opts, client.MatchingFields{PoolField: pool})
+	}
+	rs, err := c.reservations(ctx, opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -55,8 +55,9 @@ type Pool struct {
 	// Subnet is the pool's CIDR, known even when the rest of its range is not (from the IPPool's
 	// spec.range, or the embedded pool key); invalid when not even that is.
 	Subnet netip.Prefix
-	// Used is the number of addresses held in the pool.
-	Used int64
+	// Used is the number of addresses held in the pool, counted as UsedFrom says.
+	Used     int64
+	UsedFrom string
 	// Ready is the pool's Ready condition ("True", "False (<reason>)"), "" when there is none.
 	Ready string
 	// NotServing says why the pool hands out nothing now, by the agent's own rules: the
@@ -65,6 +66,14 @@ type Pool struct {
 	NotServing string
 	Created    time.Time
 }
+
+// Where a pool's Used comes from.
+const (
+	// UsedFromReservations: the reservations (or the file's allocations) counted now.
+	UsedFromReservations = "reservations"
+	// UsedFromStatus: the controller's status.allocated, written at most a second after a change.
+	UsedFromStatus = "status"
+)
 
 // Allocation is one held address.
 type Allocation struct {
