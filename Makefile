@@ -20,7 +20,7 @@ all: build
 
 build: ## Build the binaries into bin/ (BINDIR), stamped with VERSION
 	@mkdir -p $(BINDIR)
-	@for b in $(BINARIES); do CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BINDIR)/$$b ./cmd/$$b || exit 1; done
+	@for b in $(BINARIES); do echo "building $(BINDIR)/$$b"; CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BINDIR)/$$b ./cmd/$$b || exit 1; done
 	@echo "built $(VERSION): $(addprefix $(BINDIR)/,$(BINARIES))"
 
 version: ## Print the version that build stamps into the binaries

@@ -213,12 +213,15 @@ func findLeaks(ctx context.Context, c client.Reader, namespace string, now time.
 	return leaks, nil
 }
 
+// leakColumns are leaks's table (docs/cli-output.md lists them; a test compares).
+var leakColumns = []column{
+	{header: "address"}, {header: "pool"}, {header: "pod"}, {header: "pod uid", wide: true},
+	{header: "node", wide: true}, {header: "container", wide: true}, {header: "interface", wide: true},
+	{header: "reservation", wide: true}, {header: "reason"}, {header: "age"}, {header: "detail"},
+}
+
 func leakTable(leaks []leak, now time.Time) *table {
-	t := &table{columns: []column{
-		{header: "address"}, {header: "pool"}, {header: "pod"}, {header: "pod uid", wide: true},
-		{header: "node", wide: true}, {header: "container", wide: true}, {header: "interface", wide: true},
-		{header: "reservation", wide: true}, {header: "reason"}, {header: "age"}, {header: "detail"},
-	}}
+	t := &table{columns: leakColumns}
 	for _, l := range leaks {
 		t.addNamed("overlappingrangeipreservation.ipam.netpool.io/"+l.Reservation, l.Address, l.Pool, l.Pod, l.PodUID, l.Node, l.ContainerID, l.Interface, l.Reservation,
 			l.Reason, age(now, l.Created), l.Detail)

@@ -66,6 +66,7 @@ See docs/migrate-from-whereabouts.md.`,
 			o.Agents = migrate.DefaultAgentDirs()
 			o.Agents.Config = append(o.Agents.Config, extraConfig...)
 			o.Agents.Log = append(o.Agents.Log, extraLog...)
+			o.Progress = cmd.ErrOrStderr()
 			report, err := migrate.Run(context.Background(), c, o)
 			if report != nil {
 				if perr := printMigration(cmd.OutOrStdout(), pr, report); perr != nil {

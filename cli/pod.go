@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/spf13/cobra"
 )
@@ -56,7 +57,7 @@ print the PodAllocations document of docs/cli-output.md.
 			}
 			now := opts.now()
 			doc := &podAllocations{docHeader: newDocHeader("PodAllocations", src), Namespace: ns, Pod: name, Allocations: []allocationView{}}
-			t := &table{columns: append([]column{allocationColumns[0], {header: "pool"}}, allocationColumns[1:]...)}
+			t := &table{columns: podColumns}
 			for _, a := range as {
 				v := viewOfAllocation(a)
 				doc.Allocations = append(doc.Allocations, v)
@@ -72,3 +73,6 @@ print the PodAllocations document of docs/cli-output.md.
 	}
 	return cmd
 }
+
+// podColumns are show's columns with the pool after the address: a pod's addresses span pools.
+var podColumns = slices.Concat(allocationColumns[:1], []column{{header: "pool"}}, allocationColumns[1:])

@@ -24,7 +24,7 @@ func newPools(opts *options) *cobra.Command {
 		Long: `pools lists every pool: its network name, range, capacity (the window less exclusions, the
 gateway and any network or broadcast address), the addresses held now, the addresses free, the
 utilisation and (in a cluster) its Ready condition as the controller last wrote it, "False
-(PoolExhausted)" for a pool with no address left. In a cluster the pools are the IPPools and
+(PoolExhausted)" for a pool with no address left, which UTIL says too ("100.0% (Exhausted)"). In a cluster the pools are the IPPools and
 "used" is the controller's count of their reservations (status.allocated, written at most a
 second after a change), so the list costs one request however many addresses the cluster holds;
 --count counts every reservation now instead (one list of all of them), as --watch does (its

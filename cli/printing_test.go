@@ -209,3 +209,21 @@ func TestPoolsUsedFromStatus(t *testing.T) {
 		t.Fatalf("pools --count: %q, %v; want the 1 reservation counted now", out, err)
 	}
 }
+
+// TestUtilizationSaysExhausted: UTIL names an exhausted pool, which an embedded store's READY
+// cannot; a pool with an address left, or with no known capacity, says only its figure.
+func TestUtilizationSaysExhausted(t *testing.T) {
+	pct := func(f float64) *float64 { return &f }
+	for _, tc := range []struct {
+		v    poolView
+		want string
+	}{
+		{poolView{UtilizationPercent: pct(100), Exhausted: true}, "100.0% (Exhausted)"},
+		{poolView{UtilizationPercent: pct(99.6)}, "99.6%"},
+		{poolView{}, ""},
+	} {
+		if got := utilization(tc.v); got != tc.want {
+			t.Errorf("utilization(%+v) = %q, want %q", tc.v, got, tc.want)
+		}
+	}
+}

@@ -273,10 +273,13 @@ type releaser struct {
 
 func newReleaser(src inventory.Source) *releaser {
 	return &releaser{src: src, doc: releaseDoc{docHeader: newDocHeader("Release", src), Released: []allocationView{}, Results: []releaseResult{}},
-		t: &table{columns: []column{
-			{header: "address"}, {header: "pool"}, {header: "holder"}, {header: "interface"}, {header: "node"},
-			{header: "container", wide: true}, {header: "pod uid", wide: true}, {header: "reservation", wide: true}, {header: "result"},
-		}}}
+		t: &table{columns: releaseColumns}}
+}
+
+// releaseColumns are release's table (docs/cli-output.md lists them; a test compares).
+var releaseColumns = []column{
+	{header: "address"}, {header: "pool"}, {header: "holder"}, {header: "interface"}, {header: "node"},
+	{header: "container", wide: true}, {header: "pod uid", wide: true}, {header: "reservation", wide: true}, {header: "result"},
 }
 
 // release releases a through the source's conditional release.

@@ -196,8 +196,11 @@ func showOutput(ctx context.Context, opts *options, src inventory.Source, name s
 	return output{doc: doc, items: "allocations", table: t}, nil
 }
 
+// sliceColumns are show --slices's second table.
+var sliceColumns = []column{{header: "slice"}, {header: "range"}, {header: "node"}, {header: "used"}, {header: "age"}}
+
 func sliceTable(doc *poolDetail, now time.Time) *table {
-	st := &table{columns: []column{{header: "slice"}, {header: "range"}, {header: "node"}, {header: "used"}, {header: "age"}}}
+	st := &table{columns: sliceColumns}
 	for _, s := range doc.Slices {
 		created := ""
 		if s.Created != nil {

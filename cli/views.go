@@ -206,5 +206,9 @@ func utilization(v poolView) string {
 	if v.UtilizationPercent == nil {
 		return ""
 	}
+	if v.Exhausted {
+		// READY says so in a cluster; an embedded store has no condition, and a table must say it.
+		return fmt.Sprintf("%.1f%% (Exhausted)", *v.UtilizationPercent)
+	}
 	return fmt.Sprintf("%.1f%%", *v.UtilizationPercent)
 }

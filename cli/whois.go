@@ -111,11 +111,7 @@ docs/cli-output.md.
 				return outsideEveryPool(addr, pools)
 			}
 			doc := &whoisDoc{docHeader: newDocHeader("Whois", src), Address: addr.String(), Matches: matches}
-			t := &table{columns: []column{
-				{header: "address"}, {header: "pool"}, {header: "state"}, {header: "holder"}, {header: "interface"},
-				{header: "node"}, {header: "owner"}, {header: "network", wide: true}, {header: "cni-network", wide: true},
-				{header: "container", wide: true}, {header: "pod uid", wide: true}, {header: "age"}, {header: "detail"},
-			}}
+			t := &table{columns: whoisColumns}
 			for _, m := range matches {
 				h := allocationView{}
 				since := ""
@@ -207,4 +203,11 @@ func outsideEveryPool(addr netip.Addr, pools []inventory.Pool) error {
 		}
 	}
 	return fmt.Errorf("%s is outside every pool: %s", addr, poolNames(ranges))
+}
+
+// whoisColumns are whois's table (docs/cli-output.md lists them; a test compares).
+var whoisColumns = []column{
+	{header: "address"}, {header: "pool"}, {header: "state"}, {header: "holder"}, {header: "interface"},
+	{header: "node"}, {header: "owner"}, {header: "network", wide: true}, {header: "cni-network", wide: true},
+	{header: "container", wide: true}, {header: "pod uid", wide: true}, {header: "age"}, {header: "detail"},
 }
