@@ -14,6 +14,7 @@ import (
 
 	"github.com/netpool/netpool/cli/inventory"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
+	"github.com/netpool/netpool/internal/scheme"
 )
 
 // watchClient is a client of the cluster that can watch, for the informers of --watch.
@@ -24,11 +25,11 @@ func (o *options) watchClient() (client.WithWatch, error) {
 	}
 	// A watch is one long request: the request timeout bounds each list, the server the watch.
 	cfg.Timeout = 0
-	scheme, err := newScheme()
+	sch, err := scheme.New()
 	if err != nil {
 		return nil, err
 	}
-	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: sch})
 	if err != nil {
 		return nil, fmt.Errorf("failed to create a client of %s: %w", cfg.Host, err)
 	}

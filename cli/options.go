@@ -7,12 +7,11 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/netpool/netpool/controller"
+	"github.com/netpool/netpool/internal/scheme"
 )
 
 // options are the flags every command shares: where the allocations live (a cluster, reached as
@@ -135,16 +134,13 @@ func (o *options) kubeClient() (client.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	scheme, err := newScheme()
+	s, err := scheme.New()
 	if err != nil {
 		return nil, err
 	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	c, err := client.New(cfg, client.Options{Scheme: s})
 	if err != nil {
 		return nil, fmt.Errorf("failed to create a client of %s: %w", cfg.Host, err)
 	}
 	return c, nil
 }
-
-// newScheme is the scheme of netpoolctl's clients: netpool's kinds, Pods, Nodes and NADs.
-func newScheme() (*runtime.Scheme, error) { return controller.NewScheme() }

@@ -12,8 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/netpool/netpool/cli/inventory"
-	"github.com/netpool/netpool/controller"
-	"github.com/netpool/netpool/controller/gcpolicy"
+	"github.com/netpool/netpool/internal/gcpolicy"
 )
 
 // releaseDoc is the document of release.
@@ -133,7 +132,7 @@ since the same time. It exits non-zero when it released nothing, or less than it
 	fl.StringVar(&rf.iface, "interface", "", "with --pod, only the address of this interface (such as net1)")
 	fl.StringVar(&rf.pool, "pool", "", "only the allocation of this pool (when pools of different networks hold the same IP)")
 	fl.StringVar(&rf.report, "from-report", "", "release the addresses of this leak report (netpoolctl leaks -o json), each judged again now")
-	fl.DurationVar(&rf.grace, "grace", controller.DefaultGCGrace, "a reservation younger than this is alive (the controller's --gc-grace; leaks --grace)")
+	fl.DurationVar(&rf.grace, "grace", gcpolicy.DefaultGrace, "a reservation younger than this is alive (the controller's --gc-grace; leaks --grace)")
 	fl.BoolVar(&rf.force, "force", false, "release even while the owner is alive")
 	fl.BoolVarP(&rf.yes, "yes", "y", false, "do not ask for confirmation")
 	registerCompletion(cmd, opts, "pod", completePods)

@@ -6,7 +6,7 @@ import (
 
 	"github.com/netpool/netpool/allocator/boltstore"
 	"github.com/netpool/netpool/cli/inventory"
-	"github.com/netpool/netpool/controller"
+	"github.com/netpool/netpool/internal/gcpolicy"
 )
 
 // source opens where the allocations live: the bbolt file of --db (never created: a missing or
@@ -14,7 +14,7 @@ import (
 // as it bounds a request to a cluster) or the cluster. A release in the cluster judges owners
 // with the controller's default GC grace period.
 func (o *options) source() (inventory.Source, error) {
-	return o.sourceWithGrace(controller.DefaultGCGrace)
+	return o.sourceWithGrace(gcpolicy.DefaultGrace)
 }
 
 // sourceWithGrace is source with the GC grace period a release in the cluster judges owners by.

@@ -8,8 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/netpool/netpool/allocator/ippool"
 	"github.com/netpool/netpool/cli/inventory"
+	"github.com/netpool/netpool/internal/ippool"
 )
 
 // whoisStates are the STATE of a whois row: Held, Cooling (released under the pool's reuse

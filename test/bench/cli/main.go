@@ -35,8 +35,9 @@ import (
 	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/netpool/netpool/controller"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
+	"github.com/netpool/netpool/internal/ippool"
+	"github.com/netpool/netpool/internal/scheme"
 )
 
 type options struct {
@@ -102,7 +103,7 @@ func run(ctx context.Context, o options) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("failed to get the envtest binaries: %w", err)
 	}
-	scheme, err := controller.NewScheme()
+	scheme, err := scheme.New()
 	if err != nil {
 		return false, err
 	}
@@ -209,7 +210,7 @@ func load(ctx context.Context, c client.Client, o options) error {
 			return err
 		}
 		held := int64(min(per, o.reservations-i*per))
-		capacity, allocated, free := controller.StatusCounts(&p, max(held, 0))
+		capacity, allocated, free := ippool.CountsOf(&p, max(held, 0)).Status()
 		p.Status.Capacity, p.Status.Allocated, p.Status.Free = capacity, &allocated, free
 		if err := c.Status().Update(ctx, &p); err != nil {
 			return err
