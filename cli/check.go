@@ -85,7 +85,7 @@ Examples:
   netpoolctl --db /var/lib/cni/netpool/netpool.db check`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			f, err := parseFormat(opts.output)
+			pr, err := opts.print.printer()
 			if err != nil {
 				return err
 			}
@@ -117,7 +117,7 @@ Examples:
 			if err != nil {
 				return err
 			}
-			if len(report.Findings) == 0 && (f == formatTable || f == formatWide) {
+			if len(report.Findings) == 0 && pr.tabular() {
 				wb := ""
 				if report.Whereabouts > 0 {
 					wb = fmt.Sprintf(", whereabouts allocations: %d", report.Whereabouts)
@@ -126,7 +126,7 @@ Examples:
 					report.Store, report.Pools, report.Allocations, report.Slices, wb)
 				return err
 			}
-			if err := emit(cmd.OutOrStdout(), f, findingTable(report.Findings), report); err != nil {
+			if err := pr.print(cmd.OutOrStdout(), output{doc: &report, items: "findings", table: findingTable(report.Findings)}); err != nil {
 				return err
 			}
 			switch n := len(report.Findings); n {
@@ -140,16 +140,18 @@ Examples:
 		},
 	}
 	cmd.Flags().BoolVar(&whereabouts, "whereabouts", false, "compare whereabouts' records with netpool's (default: when whereabouts' CRDs are installed)")
-	cmd.Flags().StringVar(&network, "network", "", `check only the pools of this network name ("" is the unnamed network) and their reservations and slices`)
+	cmd.Flags().StringVar(&network, "network", "", `check only the pools of this network name ("" is the unnamed network) and their reservations and slices; a name no pool has is an error`)
+	registerCompletion(cmd, opts, "network", completeNetworks)
 	return cmd
 }
 
 // checkBolt verifies the embedded store at --db; --request-timeout bounds the wait for a writer.
 func checkBolt(ctx context.Context, opts *options) (checkReport, error) {
-	if opts.timeout <= 0 {
-		return checkReport{}, fmt.Errorf("--request-timeout must be positive, not %s", opts.timeout)
+	timeout, err := opts.timeout()
+	if err != nil {
+		return checkReport{}, err
 	}
-	v, err := boltstore.Verify(ctx, opts.db, opts.timeout)
+	v, err := boltstore.Verify(ctx, opts.db, timeout)
 	if err != nil {
 		return checkReport{}, err
 	}
@@ -163,7 +165,7 @@ func checkBolt(ctx context.Context, opts *options) (checkReport, error) {
 func findingTable(findings []checkFinding) *table {
 	t := &table{columns: []column{{header: "kind"}, {header: "object"}, {header: "message"}}}
 	for _, f := range findings {
-		t.add(f.Kind, f.Object, f.Message)
+		t.addNamed(f.Object, f.Kind, f.Object, f.Message)
 	}
 	return t
 }

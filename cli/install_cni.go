@@ -47,7 +47,7 @@ never created: a missing one means the host path is not mounted.`,
 	f.StringVar(&o.Flat.AgentSocket, "agent-socket", ipam.DefaultAgentSocket, "the node agent's socket, as the plugin sees it")
 	f.StringVar(&o.Flat.BboltPath, "bbolt-path", "", "datastore bbolt: the store file (default "+ipam.DefaultBboltPath+")")
 	f.DurationVar(&o.Flat.LockTimeout, "lock-timeout", time.Duration(0), "how long a call waits for the store (default "+ipam.DefaultLockTimeout.String()+")")
-	f.StringVar(&o.Flat.LogLevel, "log-level", "", "the plugin's log level: debug, verbose, info, error or panic")
+	f.StringVar(&o.Flat.LogLevel, "log-level", "", "the plugin's log level: "+ipam.LogLevelWords)
 	f.StringVar(&o.Flat.LogFile, "log-file", "", "the plugin's log file (default stderr)")
 	return cmd
 }

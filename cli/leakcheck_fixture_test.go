@@ -172,8 +172,13 @@ var rfc3339 = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ`)
 
 func (n *lcNormaliser) apply(s string) string {
 	s = strings.NewReplacer(n.pairs...).Replace(s)
+	s = objectIdentityRE.ReplaceAllString(s, "${1}${2}${3}")
 	return rfc3339.ReplaceAllString(s, "2030-01-01T00:00:00Z")
 }
+
+// objectIdentityRE matches a reservation's uid and resourceVersion in json or yaml output, which
+// the API server sets anew on every run; apply blanks them.
+var objectIdentityRE = regexp.MustCompile(`("?(?:uid|resourceVersion)"?: "?)[0-9a-f-]+("?)(,?)`)
 
 func padTo(s string, n int) string {
 	if len(s) >= n {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -40,7 +41,7 @@ func TestLeaksAndCheckNeedOnlyTheViewerRole(t *testing.T) {
 	stranger := e.env.UserKubeconfig(t, "ctlops-stranger", nil)
 
 	out, errOut, err := runCLI(t, "--kubeconfig", viewer, "leaks", "-n", "ctlops-rbac", "-o", "json")
-	if err != nil || !strings.Contains(out, `"reason": "PodDeleted"`) {
+	if !errors.Is(err, errLeaksFound) || !strings.Contains(out, `"reason": "PodDeleted"`) {
 		t.Fatalf("leaks as the viewer: %v\n%s%s", err, out, errOut)
 	}
 	if out, _, err := runCLI(t, "--kubeconfig", viewer, "check", "--network", "ctlops-rbac"); err != nil {

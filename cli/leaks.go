@@ -30,16 +30,20 @@ type leakReport struct {
 
 // leak is one reservation the controller's GC policy judges leaked.
 type leak struct {
-	Reservation string    `json:"reservation"`
-	Address     string    `json:"address"`
-	Pool        string    `json:"pool"`
-	NetworkName string    `json:"networkName,omitempty"`
-	Pod         string    `json:"pod"`
-	PodUID      string    `json:"podUID,omitempty"`
-	Node        string    `json:"node"`
-	ContainerID string    `json:"containerID"`
-	Interface   string    `json:"interface"`
-	Created     time.Time `json:"created"`
+	Reservation string `json:"reservation"`
+	// UID and ResourceVersion are the reservation's as judged: release --from-report releases
+	// only that object, never one claimed anew under the same name.
+	UID             string    `json:"uid,omitempty"`
+	ResourceVersion string    `json:"resourceVersion,omitempty"`
+	Address         string    `json:"address"`
+	Pool            string    `json:"pool"`
+	NetworkName     string    `json:"networkName,omitempty"`
+	Pod             string    `json:"pod"`
+	PodUID          string    `json:"podUID,omitempty"`
+	Node            string    `json:"node"`
+	ContainerID     string    `json:"containerID"`
+	Interface       string    `json:"interface"`
+	Created         time.Time `json:"created"`
 	// Reason is one of the gcpolicy reasons: PodDeleted, PodReplaced, PodFinished,
 	// NotInNetworkStatus, NodeDeleted, OwnerDeleted, OwnerScaledDown, Superseded.
 	Reason string `json:"reason"`
@@ -53,9 +57,12 @@ var errNoLivenessInBolt = errors.New("leaks needs a cluster: an embedded (--db) 
 	"and the plugin releases every other allocation of the network (see docs/embedded-store.md). " +
 	"Use `netpoolctl --db PATH check` to verify the file")
 
+// errLeaksFound is leaks' error when it lists a leak: the command exits 1, as check does on a
+// finding, so a script tests for leaks by the exit status.
+var errLeaksFound = errors.New("found leaked reservations")
+
 func newLeaks(opts *options) *cobra.Command {
 	var grace time.Duration
-	var namespace string
 	cmd := &cobra.Command{
 		Use:   "leaks",
 		Short: "List reservations whose owner is gone, by the controller's GC policy (read-only)",
@@ -71,7 +78,12 @@ it any more, or when no pod is bound to it and its owner's pod is bound to anoth
 (Superseded); and, by the node reclaim's rule, one whose node no longer exists
 (NodeDeleted; not an EgressRouter's or a claim's address, nor one whose pod runs on another
 node). A reservation without a pod identity or an owner is never listed. leaks changes
-nothing; release an address with netpoolctl release.
+nothing; release an address with netpoolctl release, or every address of the report with
+netpoolctl release --from-report (each judged again when it is released).
+
+leaks exits 1 when it lists a leak and 0 when there is none, as check does, so a script can
+test for leaks by the exit status alone (any other failure exits 1 too, with its error on
+standard error and nothing on standard output).
 
 leaks reads the reservations, then the pods and the nodes, once each, so its answer is one
 snapshot (and each claim a claimed address names). It needs a cluster: an embedded store (--db) records no pod liveness, and CNI GC
@@ -84,11 +96,14 @@ Examples:
   # The leaks of pods of one namespace, as JSON
   netpoolctl leaks -n team-a -o json
 
+  # Release every leak of a report, each judged again now
+  netpoolctl leaks -o json > leaks.json; netpoolctl release --from-report leaks.json
+
   # Count reservations as leaked only after ten minutes
   netpoolctl leaks --grace 10m`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			f, err := parseFormat(opts.output)
+			pr, err := opts.print.printer()
 			if err != nil {
 				return err
 			}
@@ -106,21 +121,27 @@ Examples:
 			if err != nil {
 				return err
 			}
-			leaks, err := findLeaks(cmd.Context(), c, namespace, opts.now(), grace, func(r *ipamv1.OverlappingRangeIPReservation, v gcpolicy.Verdict) {
+			leaks, err := findLeaks(cmd.Context(), c, opts.namespace(), opts.now(), grace, func(r *ipamv1.OverlappingRangeIPReservation, v gcpolicy.Verdict) {
 				fmt.Fprintf(cmd.ErrOrStderr(), "warning: reservation %s (%s) cannot be judged and is kept: %s\n", r.Name, r.Spec.Address, v.Detail)
 			})
 			if err != nil {
 				return err
 			}
-			if len(leaks) == 0 && (f == formatTable || f == formatWide) {
+			if len(leaks) == 0 && pr.tabular() {
 				_, err := fmt.Fprintf(cmd.ErrOrStderr(), "No leaked reservations (grace %s).\n", grace)
 				return err
 			}
-			return emit(cmd.OutOrStdout(), f, leakTable(leaks, opts.now()), leakReport{docHeader: docHeader{APIVersion: schemaVersion, Kind: "LeakList", Source: "cluster"}, Grace: grace.String(), Leaks: leaks})
+			doc := &leakReport{docHeader: docHeader{APIVersion: schemaVersion, Kind: "LeakList", Source: "cluster"}, Grace: grace.String(), Leaks: leaks}
+			if err := pr.print(cmd.OutOrStdout(), output{doc: doc, items: "leaks", table: leakTable(leaks, opts.now())}); err != nil {
+				return err
+			}
+			if n := len(leaks); n > 0 {
+				return fmt.Errorf("%w: %d (grace %s)", errLeaksFound, n, grace)
+			}
+			return nil
 		},
 	}
 	cmd.Flags().DurationVar(&grace, "grace", gcpolicy.DefaultGrace, "a reservation younger than this is never leaked (the controller's --gc-grace)")
-	cmd.Flags().StringVarP(&namespace, "namespace", "n", "", "only the reservations of pods in this namespace (default: every namespace)")
 	return cmd
 }
 
@@ -171,7 +192,7 @@ func findLeaks(ctx context.Context, c client.Reader, namespace string, now time.
 			continue
 		}
 		leaks = append(leaks, leak{
-			Reservation: r.Name, Address: r.Spec.Address, Pool: r.Spec.Pool, NetworkName: r.Spec.NetworkName,
+			Reservation: r.Name, UID: string(r.UID), ResourceVersion: r.ResourceVersion, Address: r.Spec.Address, Pool: r.Spec.Pool, NetworkName: r.Spec.NetworkName,
 			Pod: r.Spec.PodRef, PodUID: r.Spec.PodUID, Node: r.Spec.Node,
 			ContainerID: r.Spec.ContainerID, Interface: r.Spec.IfName,
 			Created: r.CreationTimestamp.UTC(), Reason: v.Reason, Detail: v.Detail,
@@ -191,14 +212,17 @@ func findLeaks(ctx context.Context, c client.Reader, namespace string, now time.
 	return leaks, nil
 }
 
+// leakColumns are leaks's table (docs/cli-output.md lists them; a test compares).
+var leakColumns = []column{
+	{header: "address"}, {header: "pool"}, {header: "pod"}, {header: "pod uid", wide: true},
+	{header: "node", wide: true}, {header: "container", wide: true}, {header: "interface", wide: true},
+	{header: "reservation", wide: true}, {header: "reason"}, {header: "age"}, {header: "detail"},
+}
+
 func leakTable(leaks []leak, now time.Time) *table {
-	t := &table{columns: []column{
-		{header: "address"}, {header: "pool"}, {header: "pod"}, {header: "pod uid", wide: true},
-		{header: "node", wide: true}, {header: "container", wide: true}, {header: "interface", wide: true},
-		{header: "reservation", wide: true}, {header: "reason"}, {header: "age"}, {header: "detail"},
-	}}
+	t := &table{columns: leakColumns}
 	for _, l := range leaks {
-		t.add(l.Address, l.Pool, l.Pod, l.PodUID, l.Node, l.ContainerID, l.Interface, l.Reservation,
+		t.addNamed("overlappingrangeipreservation.ipam.netpool.io/"+l.Reservation, l.Address, l.Pool, l.Pod, l.PodUID, l.Node, l.ContainerID, l.Interface, l.Reservation,
 			l.Reason, age(now, l.Created), l.Detail)
 	}
 	return t

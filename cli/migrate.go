@@ -47,16 +47,18 @@ imported by --apply.
 --switch-nads switches with no window: it locks whereabouts' IPPools of the NADs (whereabouts then
 fails every ADD from them, and allocates nothing more), imports again, and switches each NAD's
 whereabouts sections to netpool, changing no other byte of its config. The lock stays.
+-n migrates the NADs of one namespace only (default: every namespace).
 See docs/migrate-from-whereabouts.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if opts.db != "" {
 				return errors.New("--db: whereabouts keeps its allocations in a cluster, so migrate works on a cluster only")
 			}
-			f, err := parseFormat(opts.output)
+			pr, err := opts.print.printer()
 			if err != nil {
 				return err
 			}
+			o.Namespace = opts.namespace()
 			c, err := opts.kubeClient()
 			if err != nil {
 				return err
@@ -64,9 +66,10 @@ See docs/migrate-from-whereabouts.md.`,
 			o.Agents = migrate.DefaultAgentDirs()
 			o.Agents.Config = append(o.Agents.Config, extraConfig...)
 			o.Agents.Log = append(o.Agents.Log, extraLog...)
+			o.Progress = cmd.ErrOrStderr()
 			report, err := migrate.Run(context.Background(), c, o)
 			if report != nil {
-				if perr := printMigration(cmd.OutOrStdout(), f, report); perr != nil {
+				if perr := printMigration(cmd.OutOrStdout(), pr, report); perr != nil {
 					return perr
 				}
 				fmt.Fprintln(cmd.ErrOrStderr(), migrationSummary(report, o.Apply))
@@ -88,13 +91,12 @@ See docs/migrate-from-whereabouts.md.`,
 	cmd.Flags().StringVar(&o.WhereaboutsNamespace, "whereabouts-namespace", "kube-system", "namespace of whereabouts' kubeconfig context, where --switch-nads creates the locked pool of a range whereabouts has no pool for yet")
 	cmd.Flags().StringSliceVar(&extraConfig, "agent-extra-config-dir", nil, "a directory the node agents serve with --extra-config-dir, so a configuration_path there is not flagged (repeatable)")
 	cmd.Flags().StringSliceVar(&extraLog, "agent-extra-log-dir", nil, "a directory the node agents serve with --extra-log-dir, so a log_file there is not flagged (repeatable)")
-	cmd.Flags().StringVarP(&o.Namespace, "namespace", "n", "", "migrate the NADs of this namespace only (default: every namespace)")
 	return cmd
 }
 
-func printMigration(w io.Writer, f format, r *migrate.Report) error {
-	if f == formatJSON || f == formatYAML {
-		return emit(w, f, nil, r)
+func printMigration(w io.Writer, pr *printer, r *migrate.Report) error {
+	if !pr.tabular() {
+		return pr.print(w, output{doc: r})
 	}
 	nads := &table{columns: []column{{header: "nad"}, {header: "section"}, {header: "change"}, {header: "pools"}, {header: "kept"},
 		{header: "network", wide: true}, {header: "network_name", wide: true}, {header: "note", wide: true}, {header: "error"}}}
@@ -135,7 +137,7 @@ func printMigration(w io.Writer, f format, r *migrate.Report) error {
 				return err
 			}
 		}
-		if err := t.write(w, f == formatWide); err != nil {
+		if err := t.write(w, pr.kind == printWide, pr.noHeaders); err != nil {
 			return err
 		}
 	}

@@ -83,8 +83,12 @@ func TestMigrateWhereabouts(t *testing.T) {
 				t.Fatalf("-o %s: %v (%s)", f.flag, err, errOut)
 			}
 			assertGolden(t, f.golden, fixUIDs(out, pods...))
-			if want := "dry run: 4 to create, 0 unchanged, 0 conflicts, 2 skipped, 0 invalid; run again with --apply to write\n"; errOut != want {
-				t.Fatalf("stderr %q, want %q", errOut, want)
+			// Progress lines as it goes (per NAD, per pool), then the summary.
+			progress, summary, _ := strings.Cut(strings.TrimSuffix(errOut, "\n"), "\ndry run: ")
+			if want := "4 to create, 0 unchanged, 0 conflicts, 2 skipped, 0 invalid; run again with --apply to write"; summary != want ||
+				!strings.Contains(progress, "migrate: NAD "+ns+"/wb ") || !strings.Contains(progress, "migrate: dry run: pool "+pool+" (create, NAD "+ns+"/wb), reservations: ") ||
+				!strings.HasPrefix(progress, "migrate: read ") || !strings.Contains(progress, "migrate: verified ") {
+				t.Fatalf("stderr %q, want per-NAD and per-pool progress, then the summary %q", errOut, want)
 			}
 		}
 		notFound(t, w.c.Get(ctx, client.ObjectKey{Name: pool}, &ipamv1.IPPool{}), "IPPool after a dry run")

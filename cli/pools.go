@@ -1,9 +1,9 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -15,118 +15,96 @@ func newPools(opts *options) *cobra.Command {
 	var (
 		network  string
 		watch    bool
+		count    bool
 		interval time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "pools",
 		Short: "List the pools with their ranges, capacity, used and free addresses",
-		Long: `pools lists every pool: its network, range, capacity (the window less exclusions, the gateway
-and any network or broadcast address), the addresses held now, the addresses free and the
-utilisation. In a cluster the pools are the IPPools and "used" counts their reservations live;
-with --db they are the embedded store's pools, each with the range of the last config that
-claimed in it (a pool of a file written before netpool recorded ranges shows only its CIDR, and
-no capacity, until its next claim). --watch prints the list again whenever it changes, until interrupted.
--o wide adds each pool's window, gateway, number of excluded CIDRs and (in a cluster) its Ready
-condition; -o json and -o yaml print the PoolList document of docs/cli-output.md.
+		Long: `pools lists every pool: its network name, range, capacity (the window less exclusions, the
+gateway and any network or broadcast address), the addresses held now, the addresses free, the
+utilisation and (in a cluster) its Ready condition as the controller last wrote it, "False
+(PoolExhausted)" for a pool with no address left, which UTIL says too ("100.0% (Exhausted)"). In a cluster the pools are the IPPools and
+"used" is the controller's count of their reservations (status.allocated, written at most a
+second after a change), so the list costs one request however many addresses the cluster holds;
+--count counts every reservation now instead (one list of all of them), as --watch does (its
+informer holds the reservations); a pool that has no count yet (the controller has not counted
+it) is counted now from its own reservations, which the API server selects on spec.pool. json says which in each pool's usedFrom. With --db they are the embedded store's pools, each with
+the range of the last config that claimed in it (a pool of a file written before netpool recorded
+ranges shows only its CIDR, and no capacity, until its next claim). Counts of more than six
+digits print to three significant digits (18.4E for an IPv6 /64); json and yaml keep them exact.
+-o wide adds each pool's window, gateway and number of excluded CIDRs; -o json and -o yaml print
+the PoolList document of docs/cli-output.md; --network with a name no pool has is an error.
+
+--watch (-w) lists the pools, then prints a pool's row again each time something but its AGE
+changes: in a cluster from watch events of the IPPools and reservations (no polling), with --db
+by reading the file every --watch-interval. The header is printed once.
 
     $ netpoolctl pools
-    NAME        NETWORK       RANGE           CAPACITY   USED   FREE   UTIL    AGE
-    ctlview-a   ctlview-net   10.78.0.0/28    9          2      7      22.2%   10h
-    ctlview-b   ctlview-net   fd00:78::/120   255        1      254    0.4%    10h
+    NAME        NETWORK       RANGE           CAPACITY   USED   FREE   UTIL    READY   AGE
+    ctlview-a   ctlview-net   10.78.0.0/28    9          2      7      22.2%   True    10h
+    ctlview-b   ctlview-net   fd00:78::/120   255        1      254    0.4%    <none>  10h
 
     $ netpoolctl --db /var/lib/cni/netpool/netpool.db pools -o wide
-    $ netpoolctl pools --watch --network ctlview-net`,
+    $ netpoolctl pools --watch --network ctlview-net
+    $ netpoolctl pools -o jsonpath='{range .items[*]}{.name}{"\t"}{.free}{"\n"}{end}'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			f, err := parseFormat(opts.output)
+			pr, err := opts.print.printer()
 			if err != nil {
 				return err
 			}
-			if interval <= 0 {
-				return fmt.Errorf("--watch-interval must be positive, not %s", interval)
+			render := func(ctx context.Context, src inventory.Source) (output, error) {
+				return poolsOutput(ctx, opts.now(), src, network, cmd.Flags().Changed("network"))
 			}
-			embedded, err := opts.embedded()
+			if watch {
+				return runWatch(cmd, opts, pr, interval, watchScope{}, render)
+			}
+			src, err := opts.source()
 			if err != nil {
 				return err
 			}
-			// A bbolt file is opened anew for each rendering, so a watch holds its lock only while
-			// it reads, never between polls; a cluster's client is made once.
-			var cluster inventory.Source
-			if !embedded {
-				if cluster, err = opts.source(); err != nil {
-					return err
-				}
-				defer cluster.Close()
+			defer src.Close()
+			if c, ok := src.(*inventory.Cluster); ok {
+				c.LiveCounts = count
 			}
-			render := func(ctx context.Context) ([]byte, error) {
-				src := cluster
-				if embedded {
-					if src, err = opts.source(); err != nil {
-						return nil, err
-					}
-					defer src.Close()
-				}
-				var b bytes.Buffer
-				err := printPools(ctx, &b, f, opts.now(), src, network)
-				return b.Bytes(), err
-			}
-			if !watch {
-				out, err := render(cmd.Context())
-				if err == nil {
-					_, err = cmd.OutOrStdout().Write(out)
-				}
+			out, err := render(cmd.Context(), src)
+			if err != nil {
 				return err
 			}
-			return watchLoop(cmd.Context(), cmd, interval, render)
+			return pr.print(cmd.OutOrStdout(), out)
 		},
 	}
 	cmd.Flags().StringVar(&network, "network", "", "list only the pools of this network name")
-	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "after listing, print the list again whenever it changes")
-	cmd.Flags().DurationVar(&interval, "watch-interval", 2*time.Second, "with --watch, how often to look for a change")
+	cmd.Flags().BoolVar(&count, "count", false, "count every pool's reservations now instead of taking the controller's status.allocated")
+	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "after listing, print a pool's row again whenever it changes")
+	cmd.Flags().DurationVar(&interval, "watch-interval", 2*time.Second, "with --watch and --db, how often to read the file for a change")
+	registerCompletion(cmd, opts, "network", completeNetworks)
 	return cmd
 }
 
-// watchLoop prints render's output, then again each time it differs, polling every interval,
-// until ctx ends (which is not an error). It holds one rendering in memory, whatever runs.
-func watchLoop(ctx context.Context, cmd *cobra.Command, interval time.Duration, render func(context.Context) ([]byte, error)) error {
-	var last []byte
-	tick := time.NewTicker(interval)
-	defer tick.Stop()
-	for {
-		out, err := render(ctx)
-		if ctx.Err() != nil {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if !bytes.Equal(out, last) {
-			if _, err := cmd.OutOrStdout().Write(out); err != nil {
-				return err
-			}
-			last = out
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-tick.C:
-		}
-	}
+// poolColumns are the columns of pools; ageColumn is AGE's index, which a watch leaves out when it
+// compares rows.
+var poolColumns = []column{
+	{header: "name"}, {header: "network"}, {header: "range"}, {header: "capacity"}, {header: "used"},
+	{header: "free"}, {header: "util"}, {header: "ready"}, {header: "window", wide: true}, {header: "gateway", wide: true},
+	{header: "excluded", wide: true}, {header: "age"},
 }
 
-func printPools(ctx context.Context, w *bytes.Buffer, f format, now time.Time, src inventory.Source, network string) error {
+func poolsOutput(ctx context.Context, now time.Time, src inventory.Source, network string, oneNetwork bool) (output, error) {
 	pools, err := src.Pools(ctx)
 	if err != nil {
-		return err
+		return output{}, err
+	}
+	if oneNetwork {
+		if err := knownNetwork(pools, network, src.Kind()); err != nil {
+			return output{}, err
+		}
 	}
 	doc := poolList{docHeader: newDocHeader("PoolList", src), Items: []poolView{}}
-	t := &table{columns: []column{
-		{header: "name"}, {header: "network"}, {header: "range"}, {header: "capacity"}, {header: "used"},
-		{header: "free"}, {header: "util"}, {header: "window", wide: true}, {header: "gateway", wide: true},
-		{header: "excluded", wide: true}, {header: "ready", wide: true}, {header: "age"},
-	}}
+	t := &table{columns: poolColumns}
 	for _, p := range pools {
-		if network != "" && p.Network != network {
+		if oneNetwork && p.Network != network {
 			continue
 		}
 		v := viewOfPool(p)
@@ -140,7 +118,40 @@ func printPools(ctx context.Context, w *bytes.Buffer, f format, now time.Time, s
 		if rng == "" {
 			rng = "<unknown>"
 		}
-		t.add(v.Name, v.Network, rng, v.Capacity, fmt.Sprint(v.Used), v.Free, utilization(v), window, v.Gateway, excluded, v.Ready, age(now, p.Created))
+		t.addNamed(poolObjectName(src, v.Name), v.Name, v.Network, rng, humanCount(v.Capacity), fmt.Sprint(v.Used), humanCount(v.Free),
+			utilization(v), v.Ready, window, v.Gateway, excluded, age(now, p.Created))
 	}
-	return emit(w, f, t, doc)
+	return output{doc: &doc, items: "items", table: t}, nil
+}
+
+// poolObjectName is what -o name prints for a pool: the IPPool as kubectl names it, or the
+// embedded pool key.
+func poolObjectName(src inventory.Source, name string) string {
+	if src.Kind() == "cluster" {
+		return "ippool.ipam.netpool.io/" + name
+	}
+	return "pool/" + name
+}
+
+// knownNetwork fails, listing the network names there are, when no pool has network name network.
+func knownNetwork(pools []inventory.Pool, network, where string) error {
+	var names []string
+	for _, p := range pools {
+		if p.Network == network {
+			return nil
+		}
+		if !slices.Contains(names, p.Network) {
+			names = append(names, p.Network)
+		}
+	}
+	slices.Sort(names)
+	for i, n := range names {
+		if n == "" {
+			names[i] = `"" (the unnamed network)`
+		}
+	}
+	if len(names) == 0 {
+		return fmt.Errorf("no pool of network %q in the %s: it has no pools", network, where)
+	}
+	return fmt.Errorf("no pool of network %q in the %s: its networks are %s", network, where, joinFew(names))
 }

@@ -53,6 +53,15 @@ func TestReleaseOfPersistentOwners(t *testing.T) {
 		}
 		return errOut, nil
 	}
+	for addr, owner := range map[string]string{
+		"10.77.3.10": "IPAMClaim " + ns + "/vm-a.anet",
+		"10.77.3.12": "StatefulSet " + ns + "/db ordinal 1",
+	} {
+		out, _, err := runCLIAt(t, now, "--kubeconfig", e.env.Kubeconfig, "whois", addr)
+		if err != nil || !strings.Contains(out, owner) {
+			t.Errorf("whois %s: %v; want OWNER %q in\n%s", addr, err, owner, out)
+		}
+	}
 	exists := func(r *ipamv1.OverlappingRangeIPReservation) bool {
 		err := e.c.Get(e.ctx, client.ObjectKeyFromObject(r), &ipamv1.OverlappingRangeIPReservation{})
 		if err != nil && !apierrors.IsNotFound(err) {
@@ -70,7 +79,7 @@ func TestReleaseOfPersistentOwners(t *testing.T) {
 		{"10.77.3.12", scaled, "StatefulSet " + ns + "/db has 1 replicas, so ordinal 1 is gone, but pod " + ns + "/db-1 on node ctlops-node-a still bound to 10.77.3.12"},
 	} {
 		msg, err := release(tt.addr)
-		if err == nil || !strings.Contains(msg, "refusing to release while the owner is alive") || !strings.Contains(msg, tt.want) {
+		if err == nil || !strings.Contains(msg, "refusing to release, by the GC policy's rules") || !strings.Contains(msg, tt.want) {
 			t.Errorf("release %s: %q, %v; want a refusal saying %q", tt.addr, msg, err, tt.want)
 		}
 		if !exists(tt.res) {

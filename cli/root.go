@@ -25,6 +25,7 @@ func newRoot(out, errOut io.Writer, now func() time.Time) *cobra.Command {
 	}
 	opts := &options{now: now}
 	opts.addFlags(root.PersistentFlags())
+	registerRootCompletions(root, opts)
 	root.SetVersionTemplate("netpoolctl {{.Version}}\n")
 	root.SetOut(out)
 	root.SetErr(errOut)
@@ -33,6 +34,7 @@ func newRoot(out, errOut io.Writer, now func() time.Time) *cobra.Command {
 		newVersion(),
 		newPools(opts),
 		newShow(opts),
+		newPod(opts),
 		newWhois(opts),
 		newRelease(opts),
 		newLeaks(opts),

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/netpool/netpool/allocator/boltstore"
 	"github.com/netpool/netpool/cli/inventory"
@@ -13,12 +14,21 @@ import (
 // as it bounds a request to a cluster) or the cluster. A release in the cluster judges owners
 // with the controller's default GC grace period.
 func (o *options) source() (inventory.Source, error) {
+	return o.sourceWithGrace(gcpolicy.DefaultGrace)
+}
+
+// sourceWithGrace is source with the GC grace period a release in the cluster judges owners by.
+func (o *options) sourceWithGrace(grace time.Duration) (inventory.Source, error) {
 	embedded, err := o.embedded()
 	if err != nil {
 		return nil, err
 	}
 	if embedded {
-		s, err := boltstore.OpenExisting(o.db, o.timeout)
+		timeout, err := o.timeout()
+		if err != nil {
+			return nil, err
+		}
+		s, err := boltstore.OpenExisting(o.db, timeout)
 		if err != nil {
 			return nil, fmt.Errorf("--db: %w", err)
 		}
@@ -28,5 +38,5 @@ func (o *options) source() (inventory.Source, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &inventory.Cluster{Client: c, Now: o.now, Grace: gcpolicy.DefaultGrace}, nil
+	return &inventory.Cluster{Client: c, Now: o.now, Grace: grace}, nil
 }

@@ -105,7 +105,7 @@ func TestBoltRelease(t *testing.T) {
 	}
 	t.Run("without --force refuses: an embedded owner counts as alive", func(t *testing.T) {
 		_, _, err := runView(t, now, "y\n", "--db", db, "release", "10.77.0.2")
-		if err == nil || !strings.Contains(err.Error(), "refusing to release while the owner is alive") || !strings.Contains(err.Error(), "no pod API") {
+		if err == nil || !strings.Contains(err.Error(), "refusing to release, by the GC policy's rules") || !strings.Contains(err.Error(), "no pod API") {
 			t.Fatalf("err = %v", err)
 		}
 		if !held("10.77.0.2") {
@@ -270,7 +270,7 @@ func TestBoltPoolWithoutRecordedRange(t *testing.T) {
 			row = strings.Join(strings.Fields(l), " ")
 		}
 	}
-	if row != "192.168.77.0/29 <none> 192.168.77.0/29 <none> 1 <none> <none> 10h" {
+	if row != "192.168.77.0/29 <none> 192.168.77.0/29 <none> 1 <none> <none> <none> 10h" {
 		t.Fatalf("row %q in\n%s", row, out)
 	}
 	out, _, err = runView(t, now, "", "--db", db, "whois", "192.168.77.2", "-o", "json")

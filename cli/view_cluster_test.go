@@ -196,7 +196,7 @@ func TestClusterViews(t *testing.T) {
 
 	t.Run("release refuses a live owner without --force", func(t *testing.T) {
 		_, _, err := run(t, "y\n", "release", "10.78.0.2")
-		if err == nil || !strings.Contains(err.Error(), "refusing to release while the owner is alive") ||
+		if err == nil || !strings.Contains(err.Error(), "refusing to release, by the GC policy's rules") ||
 			!strings.Contains(err.Error(), "pod ctlview/web-0 exists (Running)") {
 			t.Fatalf("err = %v", err)
 		}

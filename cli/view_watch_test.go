@@ -3,7 +3,6 @@ package cli
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -12,7 +11,6 @@ import (
 	"github.com/netpool/netpool/allocator"
 	"github.com/netpool/netpool/allocator/boltstore"
 	"github.com/netpool/netpool/ipam"
-	"github.com/netpool/netpool/test/poll"
 )
 
 // watchBuffer is a bytes.Buffer that a watching command writes while the test reads it.
@@ -33,10 +31,11 @@ func (s *watchBuffer) String() string {
 	return s.b.String()
 }
 
-// watchPools runs pools --watch with args until it has printed the list twice, calling change
-// after the first; it returns the output and checks that the watch ends, without error, when its
-// context does, and that it printed nothing while nothing changed.
-func watchPools(t *testing.T, args []string, change func()) string {
+// watchPools runs pools --watch with args until it has printed the list, calls change, and waits
+// for the row of pool that change makes; it returns the output and checks that the header is
+// printed once, that nothing is printed while nothing changes (in a cluster: while only AGE would),
+// and that the watch ends, without error, when its context does.
+func watchPools(t *testing.T, args []string, pool string, change func()) string {
 	t.Helper()
 	var out, errOut watchBuffer
 	root := newRoot(&out, &errOut, viewClock)
@@ -46,28 +45,28 @@ func watchPools(t *testing.T, args []string, change func()) string {
 	done := make(chan error, 1)
 	go func() { done <- root.ExecuteContext(ctx) }()
 
-	headers := func() int { return strings.Count(out.String(), "NAME ") }
+	rows := func() int { return strings.Count(out.String(), pool+" ") }
 	waitFor := func(what string, n int) {
 		t.Helper()
-		poll.Eventually(t, 20*time.Second, what, func() error {
+		deadline := time.After(20 * time.Second)
+		for rows() < n {
 			select {
 			case err := <-done:
 				t.Fatalf("watch ended (%v) before %s; printed %q", err, what, out.String())
-			default:
+			case <-deadline:
+				t.Fatalf("no %s; printed %q", what, out.String())
+			case <-time.After(10 * time.Millisecond):
 			}
-			if headers() != n {
-				return fmt.Errorf("printed %q", out.String())
-			}
-			return nil
-		})
+		}
 	}
 	waitFor("first listing", 1)
-	time.Sleep(100 * time.Millisecond) // five polls that see no change
-	if headers() != 1 {
-		t.Fatalf("watch printed an unchanged list again:\n%s", out.String())
+	first := out.String()
+	time.Sleep(300 * time.Millisecond) // polls and settles that see no change
+	if got := out.String(); got != first {
+		t.Fatalf("watch printed something while nothing changed:\n%s", got)
 	}
 	change()
-	waitFor("second listing", 2)
+	waitFor("changed row", 2)
 	cancel()
 	select {
 	case err := <-done:
@@ -77,26 +76,32 @@ func watchPools(t *testing.T, args []string, change func()) string {
 	case <-time.After(20 * time.Second):
 		t.Fatal("watch did not end when its context did")
 	}
+	if n := strings.Count(out.String(), "NAME "); n != 1 {
+		t.Fatalf("the header was printed %d times:\n%s", n, out.String())
+	}
 	return out.String()
 }
 
-// lastRow returns the fields of the row of the last listing in out whose first cell is name.
+// lastRow returns the fields of the last row in out whose first cell is name.
 func lastRow(t *testing.T, out, name string) []string {
 	t.Helper()
-	for _, l := range strings.Split(out[strings.LastIndex(out, "NAME "):], "\n") {
+	var row []string
+	for _, l := range strings.Split(out, "\n") {
 		if f := strings.Fields(l); len(f) > 0 && f[0] == name {
-			return f
+			row = f
 		}
 	}
-	t.Fatalf("no row %s in the last listing of\n%s", name, out)
-	return nil
+	if row == nil {
+		t.Fatalf("no row %s in\n%s", name, out)
+	}
+	return row
 }
 
 // TestPoolsWatch: --watch on a bbolt file prints the list again when a claim changes it, and
 // holds the file's lock only while it reads: the plugin's claim gets the file meanwhile.
 func TestPoolsWatch(t *testing.T) {
 	db := boltFixture(t)
-	out := watchPools(t, []string{"--db", db, "--network", "tenant-a"}, func() {
+	out := watchPools(t, []string{"--db", db, "--network", "tenant-a"}, "tenant-a/10.77.0.0/28", func() {
 		s, err := boltstore.Open(db, time.Second)
 		if err != nil {
 			t.Fatal(err)
@@ -117,13 +122,17 @@ func TestPoolsWatch(t *testing.T) {
 	}
 }
 
-// TestPoolsWatchCluster: the same against a cluster, where an agent's new reservation changes it.
+// TestPoolsWatchCluster: the same against a cluster, from watch events: an agent's new reservation
+// prints the pool's row again, and only that row.
 func TestPoolsWatchCluster(t *testing.T) {
 	f := newClusterFixture(t)
-	out := watchPools(t, []string{"--kubeconfig", f.env.Kubeconfig, "--network", ctlNetwork}, func() {
+	out := watchPools(t, []string{"--kubeconfig", f.env.Kubeconfig, "--network", ctlNetwork}, ctlPoolA, func() {
 		f.reserve(t, ctlPoolA, "10.78.0.3", "web-0", "uid", "net3", "node-a")
 	})
 	if row := lastRow(t, out, ctlPoolA); row[4] != "3" || row[5] != "6" {
 		t.Fatalf("the second listing does not show the reservation (used 3, free 6): %v", row)
+	}
+	if n := strings.Count(out, ctlPoolB+" "); n != 1 {
+		t.Fatalf("the unchanged pool %s was printed %d times:\n%s", ctlPoolB, n, out)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -11,10 +12,10 @@ import (
 	"github.com/netpool/netpool/internal/ippool"
 )
 
-// whoisStates are the STATE of a whois row: Held, or what the pool's range makes the address
+// whoisStates are the STATE of a whois row: Held, Cooling (released under the pool's reuse
+// cool-down, so other free addresses are handed out first), or what the pool's range makes the address
 // (ippool.Classify): Free, Excluded, Gateway, Reserved (network or broadcast), OutsideWindow.
 const (
-	stateHeld = "Held"
 	stateFree = "Free"
 	// stateUnknown: the pool's range is unknown (see its rangeError), so only its CIDR is.
 	stateUnknown = "Unknown"
@@ -38,7 +39,7 @@ type whoisView struct {
 }
 
 func newWhois(opts *options) *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "whois IP",
 		Short: "Say who holds an address, or why it is free, excluded, the gateway or outside every pool",
 		Long: `whois names the holder of an address: its pool, pod, interface, node and since when. For every
@@ -46,19 +47,28 @@ pool whose range contains the address and that does not hold it, it says what th
 the pool, naming the range, window or exclusion that decides it: Free, Excluded, Gateway,
 Reserved (the network or broadcast address) or OutsideWindow (before rangeStart or after
 rangeEnd). An address that another pool of the same network holds is Held there too: a network
-is one address space. An address outside every pool is an error. -o json and -o yaml print the
-Whois document of docs/cli-output.md.
+is one address space. A free address released under the pool's reuse cool-down is Cooling, with
+when it was released and until when it cools. HOLDER is the pod, else the container ID shortened
+as crictl prints it; OWNER the persistent owner (an IPAMClaim, a sticky StatefulSet's ordinal).
+NETWORK (-o wide) is the pool's network_name, CNI-NETWORK the holder's CNI network name. An
+address outside every pool is an error. -o json and -o yaml print the Whois document of
+docs/cli-output.md.
 
     $ netpoolctl whois 10.78.0.2
-    ADDRESS     POOL        STATE   POD             INTERFACE   NODE     AGE   DETAIL
-    10.78.0.2   ctlview-a   Held    ctlview/web-0   net1        node-a   10h   <none>
+    ADDRESS     POOL        STATE   HOLDER          INTERFACE   NODE     OWNER    AGE   DETAIL
+    10.78.0.2   ctlview-a   Held    ctlview/web-0   net1        node-a   <none>   10h   <none>
 
     $ netpoolctl whois 10.78.0.9
-    ADDRESS     POOL        STATE      POD      INTERFACE   NODE     AGE      DETAIL
-    10.78.0.9   ctlview-a   Excluded   <none>   <none>      <none>   <none>   10.78.0.9 is excluded from range 10.78.0.0/28 by 10.78.0.8-10.78.0.11`,
-		Args: cobra.ExactArgs(1),
+    ADDRESS     POOL        STATE      HOLDER   INTERFACE   NODE     OWNER    AGE      DETAIL
+    10.78.0.9   ctlview-a   Excluded   <none>   <none>      <none>   <none>   <none>   10.78.0.9 is excluded from range 10.78.0.0/28 by 10.78.0.8-10.78.0.11`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return fmt.Errorf("whois takes one IP address, not %d arguments", len(args))
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			f, err := parseFormat(opts.output)
+			pr, err := opts.print.printer()
 			if err != nil {
 				return err
 			}
@@ -71,25 +81,37 @@ Whois document of docs/cli-output.md.
 				return err
 			}
 			defer src.Close()
-			pools, err := src.Pools(cmd.Context())
+			ctx := cmd.Context()
+			pools, err := src.Pools(ctx)
 			if err != nil {
 				return err
 			}
-			as, err := src.Allocations(cmd.Context(), "")
+			as, err := src.Allocations(ctx, "")
 			if err != nil {
 				return err
 			}
-			matches := whois(addr, pools, as)
+			now := opts.now()
+			cooling := map[string]inventory.Released{}
+			for _, p := range pools {
+				if !p.Subnet.Contains(addr) {
+					continue
+				}
+				rs, err := src.Released(ctx, p.Name)
+				if err != nil {
+					return fmt.Errorf("reading pool %s's cooling addresses: %w", p.Name, err)
+				}
+				for _, r := range rs {
+					if r.Address == addr {
+						cooling[p.Name] = r
+					}
+				}
+			}
+			matches := whois(addr, pools, as, cooling, now)
 			if len(matches) == 0 {
 				return outsideEveryPool(addr, pools)
 			}
-			now := opts.now()
-			doc := whoisDoc{docHeader: newDocHeader("Whois", src), Address: addr.String(), Matches: matches}
-			t := &table{columns: []column{
-				{header: "address"}, {header: "pool"}, {header: "state"}, {header: "pod"}, {header: "interface"},
-				{header: "node"}, {header: "network", wide: true}, {header: "container", wide: true}, {header: "pod uid", wide: true},
-				{header: "age"}, {header: "detail"},
-			}}
+			doc := &whoisDoc{docHeader: newDocHeader("Whois", src), Address: addr.String(), Matches: matches}
+			t := &table{columns: whoisColumns}
 			for _, m := range matches {
 				h := allocationView{}
 				since := ""
@@ -99,15 +121,14 @@ Whois document of docs/cli-output.md.
 						since = age(now, *h.Created)
 					}
 				}
-				pod := ""
-				if h.Pod != "" {
-					pod = h.Namespace + "/" + h.Pod
-				}
-				t.add(addr.String(), m.Pool, m.State, pod, h.Interface, h.Node, m.Network, h.ContainerID, h.PodUID, since, m.Detail)
+				t.addNamed(poolObjectName(src, m.Pool), addr.String(), m.Pool, m.State, h.Holder, h.Interface, h.Node, ownerText(h.Owner),
+					m.Network, h.CNINetwork, h.ContainerID, h.PodUID, since, m.Detail)
 			}
-			return emit(cmd.OutOrStdout(), f, t, doc)
+			return pr.print(cmd.OutOrStdout(), output{doc: doc, items: "matches", table: t})
 		},
 	}
+	cmd.ValidArgsFunction = completeArgs(opts, 1, completeAddresses)
+	return cmd
 }
 
 // parseAddrArg parses an address argument.
@@ -120,7 +141,7 @@ func parseAddrArg(s string) (netip.Addr, error) {
 }
 
 // whois says what addr is to every pool whose range holds it, holders first.
-func whois(addr netip.Addr, pools []inventory.Pool, as []inventory.Allocation) []whoisView {
+func whois(addr netip.Addr, pools []inventory.Pool, as []inventory.Allocation, cooling map[string]inventory.Released, now time.Time) []whoisView {
 	var out []whoisView
 	heldIn := map[string]bool{}
 	networkOf := map[string]string{}
@@ -162,7 +183,10 @@ func whois(addr netip.Addr, pools []inventory.Pool, as []inventory.Allocation) [
 				}
 			}
 		}
-		if m.State == stateFree && p.NotServing != "" {
+		if r, ok := cooling[p.Name]; ok && m.State == stateFree {
+			m.State, m.Detail = coolingText(now, r), m.Detail+"; released under the pool's reuse cool-down, other free addresses are handed out first"
+		}
+		if (m.State == stateFree || strings.HasPrefix(m.State, stateCooling)) && p.NotServing != "" {
 			m.Detail += ", but the pool hands out nothing now: " + p.NotServing
 		}
 		out = append(out, m)
@@ -179,4 +203,11 @@ func outsideEveryPool(addr netip.Addr, pools []inventory.Pool) error {
 		}
 	}
 	return fmt.Errorf("%s is outside every pool: %s", addr, poolNames(ranges))
+}
+
+// whoisColumns are whois's table (docs/cli-output.md lists them; a test compares).
+var whoisColumns = []column{
+	{header: "address"}, {header: "pool"}, {header: "state"}, {header: "holder"}, {header: "interface"},
+	{header: "node"}, {header: "owner"}, {header: "network", wide: true}, {header: "cni-network", wide: true},
+	{header: "container", wide: true}, {header: "pod uid", wide: true}, {header: "age"}, {header: "detail"},
 }

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 
 	"github.com/go-logr/logr"
+
+	"github.com/netpool/netpool/ipam"
 )
 
 // Log formats.
@@ -15,12 +17,12 @@ const (
 )
 
 // NewLogger returns a structured logger writing to w in format ("json" or "text") at level
-// ("debug", "info", "warn" or "error"). The reconcilers log with key/value pairs through it, and
+// (a word of ipam.ParseLogLevel: the one spelling the agent and the plugin's log_level share). The reconcilers log with key/value pairs through it, and
 // controller-runtime and client-go do too once it is installed as their logger.
 func NewLogger(w io.Writer, format, level string) (logr.Logger, error) {
-	var lvl slog.Level
-	if err := lvl.UnmarshalText([]byte(level)); err != nil {
-		return logr.Logger{}, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
+	lvl, err := ipam.ParseLogLevel(level)
+	if err != nil {
+		return logr.Logger{}, fmt.Errorf("--log-level %q: want %s", level, ipam.LogLevelWords)
 	}
 	opts := &slog.HandlerOptions{Level: lvl}
 	var h slog.Handler

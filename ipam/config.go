@@ -180,8 +180,6 @@ var netpoolFields = []string{
 
 var knownFields = slices.Concat(netpoolFields, ignoredFields)
 
-var logLevels = []string{"", "debug", "verbose", "info", "error", "panic"}
-
 // FlatReader reads the global flat configuration file. It returns an error wrapping
 // fs.ErrNotExist when the file is absent, which is not an error for the default paths.
 type FlatReader func(path string) ([]byte, error)
@@ -241,8 +239,8 @@ func Load(stdin []byte, cniArgs string, readFlat FlatReader) (*Config, error) {
 	if err := c.setRanges(&w); err != nil {
 		return nil, err
 	}
-	if !slices.Contains(logLevels, w.LogLevel) {
-		return nil, configErr("log_level", w.LogLevel, "want one of debug, verbose, info, error, panic")
+	if _, err := ParseLogLevel(w.LogLevel); err != nil && w.LogLevel != "" {
+		return nil, configErr("log_level", w.LogLevel, "want one of "+LogLevelWords)
 	}
 	if w.EnableOverlappingRanges == nil {
 		c.EnableOverlappingRanges = true

@@ -31,7 +31,7 @@ func (b *Bolt) Pools(context.Context) ([]Pool, error) {
 	}
 	out := make([]Pool, 0, len(infos))
 	for _, info := range infos {
-		p := Pool{Name: info.Key, Network: networkOf(info.Key), Used: int64(info.Allocated), Created: info.Created}
+		p := Pool{Name: info.Key, Network: networkOf(info.Key), Used: int64(info.Allocated), UsedFrom: UsedFromReservations, Created: info.Created}
 		p.Subnet, _ = netip.ParsePrefix(strings.TrimPrefix(info.Key, p.Network+"/"))
 		switch obj, err := ippool.Derive(p.Network, info.Range, ippool.Rules{Overlapping: true}); {
 		case info.RangeErr != nil:
@@ -85,7 +85,8 @@ func (b *Bolt) Allocations(ctx context.Context, pool string) ([]Allocation, erro
 			if err := tx.ForEach(ctx, key, func(al allocator.Allocation) error {
 				out = append(out, Allocation{
 					Pool: al.Pool, Address: al.Addr, Namespace: al.Pod.Namespace, PodName: al.Pod.Name, PodUID: al.Pod.UID,
-					ContainerID: al.Owner.ContainerID, Interface: al.Owner.IfName, Network: al.Network,
+					ContainerID: al.Owner.ContainerID, Interface: al.Owner.IfName, Network: al.Network, NetworkName: networkOf(al.Pool),
+					Owner:   ownerOfKey(al.Persistent),
 					Created: al.Created, ref: al,
 				})
 				return nil
@@ -97,6 +98,32 @@ func (b *Bolt) Allocations(ctx context.Context, pool string) ([]Allocation, erro
 	})
 	sortAllocations(out)
 	return out, err
+}
+
+// PodAllocations reads every allocation of the file and keeps the pod's.
+func (b *Bolt) PodAllocations(ctx context.Context, namespace, name string) ([]Allocation, error) {
+	as, err := b.Allocations(ctx, "")
+	var out []Allocation
+	for _, a := range as {
+		if a.Namespace == namespace && a.PodName == name {
+			out = append(out, a)
+		}
+	}
+	return out, err
+}
+
+// Released lists the addresses pool tracks as released under a cool-down. The file does not
+// record the configs' reuseCooldown, so Until is unknown.
+func (b *Bolt) Released(_ context.Context, pool string) ([]Released, error) {
+	rs, err := b.Store.Released(pool)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Released, 0, len(rs))
+	for _, r := range rs {
+		out = append(out, Released{Pool: pool, Address: r.Addr, At: r.At})
+	}
+	return out, nil
 }
 
 // Slices fails: one host allocates from the whole range.

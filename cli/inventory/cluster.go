@@ -23,6 +23,9 @@ type Cluster struct {
 	Grace time.Duration
 	// PageSize is how many reservations one List request returns; 0 means 500.
 	PageSize int64
+	// LiveCounts makes Pools count every pool's reservations now, one list of all of them,
+	// instead of taking the controller's status.allocated of each pool that has one.
+	LiveCounts bool
 }
 
 var _ Source = (*Cluster)(nil)
@@ -37,7 +40,7 @@ func (c *Cluster) Close() error { return nil }
 // per address, and pages keep each response (and the API server's work for it) bounded.
 const defaultPageSize = 500
 
-func (c *Cluster) reservations(ctx context.Context) ([]ipamv1.OverlappingRangeIPReservation, error) {
+func (c *Cluster) reservations(ctx context.Context, opts ...client.ListOption) ([]ipamv1.OverlappingRangeIPReservation, error) {
 	page := c.PageSize
 	if page <= 0 {
 		page = defaultPageSize
@@ -46,7 +49,7 @@ func (c *Cluster) reservations(ctx context.Context) ([]ipamv1.OverlappingRangeIP
 	cont := ""
 	for {
 		var list ipamv1.OverlappingRangeIPReservationList
-		if err := c.Client.List(ctx, &list, client.Limit(page), client.Continue(cont)); err != nil {
+		if err := c.Client.List(ctx, &list, append([]client.ListOption{client.Limit(page), client.Continue(cont)}, opts...)...); err != nil {
 			return nil, fmt.Errorf("failed to list OverlappingRangeIPReservations: %w", err)
 		}
 		out = append(out, list.Items...)
@@ -56,25 +59,45 @@ func (c *Cluster) reservations(ctx context.Context) ([]ipamv1.OverlappingRangeIP
 	}
 }
 
-// Pools lists the IPPools with the number of reservations each holds now (counted, not the
-// status, which the controller writes a moment later).
+// Pools lists the IPPools with the number of reservations each holds: the controller's count
+// (status.allocated, written at most a second after a change) where a pool has one and LiveCounts
+// is off, so that listing the pools costs one request whatever the cluster holds; otherwise
+// counted now, from one list of every reservation (LiveCounts) or of the pool's own, which the
+// API server selects on spec.pool.
 func (c *Cluster) Pools(ctx context.Context) ([]Pool, error) {
 	var list ipamv1.IPPoolList
 	if err := c.Client.List(ctx, &list); err != nil {
 		return nil, fmt.Errorf("failed to list IPPools: %w", err)
 	}
-	rs, err := c.reservations(ctx)
-	if err != nil {
-		return nil, err
-	}
 	used := map[string]int64{}
-	for _, r := range rs {
-		used[r.Spec.Pool]++
+	if c.LiveCounts {
+		rs, err := c.reservations(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range rs {
+			used[r.Spec.Pool]++
+		}
+	} else {
+		for _, p := range list.Items {
+			if p.Status.Allocated != nil {
+				used[p.Name] = *p.Status.Allocated
+				continue
+			}
+			rs, err := c.reservations(ctx, client.MatchingFields{PoolField: p.Name})
+			if err != nil {
+				return nil, err
+			}
+			used[p.Name] = int64(len(rs))
+		}
 	}
 	out := make([]Pool, 0, len(list.Items))
 	for i := range list.Items {
 		obj := &list.Items[i]
-		p := Pool{Name: obj.Name, Network: obj.Spec.NetworkName, Used: used[obj.Name], Created: obj.CreationTimestamp.Time}
+		p := Pool{Name: obj.Name, Network: obj.Spec.NetworkName, Used: used[obj.Name], Created: obj.CreationTimestamp.Time, UsedFrom: UsedFromReservations}
+		if !c.LiveCounts && obj.Status.Allocated != nil {
+			p.UsedFrom = UsedFromStatus
+		}
 		if model, err := ippool.Parse(obj); err != nil {
 			p.RangeErr = err.Error()
 			p.Subnet, _ = netip.ParsePrefix(obj.Spec.Range)
@@ -98,12 +121,38 @@ func (c *Cluster) Pools(ctx context.Context) ([]Pool, error) {
 	return out, nil
 }
 
-// Allocations lists the reservations of pool (every pool for "").
+// PodAllocations lists the pod's reservations, which the API server selects on spec.podRef.
+func (c *Cluster) PodAllocations(ctx context.Context, namespace, name string) ([]Allocation, error) {
+	var list ipamv1.OverlappingRangeIPReservationList
+	if err := c.Client.List(ctx, &list, client.MatchingFields{PodRefField: namespace + "/" + name}); err != nil {
+		return nil, fmt.Errorf("failed to list the reservations of pod %s/%s: %w", namespace, name, err)
+	}
+	return c.allocationsOf(list.Items, ""), nil
+}
+
+// PodRefField and PoolField are the reservations' selectable fields of their pod
+// ("namespace/name") and their pool.
+const (
+	PodRefField = "spec.podRef"
+	PoolField   = "spec.pool"
+)
+
+// Allocations lists the reservations of pool (every pool for ""); the API server selects a
+// pool's on spec.pool.
 func (c *Cluster) Allocations(ctx context.Context, pool string) ([]Allocation, error) {
-	rs, err := c.reservations(ctx)
+	var opts []client.ListOption
+	if pool != "" {
+		opts = append(opts, client.MatchingFields{PoolField: pool})
+	}
+	rs, err := c.reservations(ctx, opts...)
 	if err != nil {
 		return nil, err
 	}
+	return c.allocationsOf(rs, pool), nil
+}
+
+// allocationsOf is the allocations of the reservations rs of pool ("" for every pool), sorted.
+func (c *Cluster) allocationsOf(rs []ipamv1.OverlappingRangeIPReservation, pool string) []Allocation {
 	var out []Allocation
 	for i := range rs {
 		r := &rs[i]
@@ -118,11 +167,12 @@ func (c *Cluster) Allocations(ctx context.Context, pool string) ([]Allocation, e
 		out = append(out, Allocation{
 			Pool: r.Spec.Pool, Address: addr.Unmap(), Namespace: ns, PodName: name, PodUID: r.Spec.PodUID,
 			ContainerID: r.Spec.ContainerID, Interface: r.Spec.IfName, Node: r.Spec.Node,
-			Network: r.Annotations[ipamv1.NetworkAnnotation], Created: r.CreationTimestamp.Time, ref: r,
+			Network: r.Annotations[ipamv1.NetworkAnnotation], NetworkName: r.Spec.NetworkName, Reservation: r.Name, UID: string(r.UID),
+			Owner: ownerOf(r.Spec.Owner), Created: r.CreationTimestamp.Time, ref: r,
 		})
 	}
 	sortAllocations(out)
-	return out, nil
+	return out
 }
 
 func sortAllocations(as []Allocation) {
@@ -133,6 +183,10 @@ func sortAllocations(as []Allocation) {
 		return as[i].Address.Less(as[j].Address)
 	})
 }
+
+// Released is empty: on this version an agent keeps its pools' cool-downs in its own memory, which
+// nothing in the cluster shows.
+func (c *Cluster) Released(context.Context, string) ([]Released, error) { return nil, nil }
 
 // Slices lists pool's IPPoolSlices, each with the reservations of the pool inside it.
 func (c *Cluster) Slices(ctx context.Context, pool string) ([]Slice, error) {
@@ -183,7 +237,7 @@ func (c *Cluster) Alive(ctx context.Context, a Allocation) (bool, string, error)
 	case v.Reason != "":
 		return false, v.Reason + ": " + v.Detail, nil
 	case v.Recheck > 0:
-		return true, fmt.Sprintf("the reservation is younger than the GC grace period %s: an ADD may still be in progress", c.Grace), nil
+		return true, fmt.Sprintf("the reservation is younger than the grace %s: an ADD may still be in progress (--grace)", c.Grace), nil
 	case v.Bound != "":
 		return true, v.Bound, nil
 	case r.Spec.Owner != nil:
@@ -202,4 +256,11 @@ func (c *Cluster) Alive(ctx context.Context, a Allocation) (bool, string, error)
 // claim made anew under the same name is never touched.
 func (c *Cluster) Release(ctx context.Context, a Allocation) (bool, error) {
 	return gcpolicy.Delete(ctx, c.Client, a.ref.(*ipamv1.OverlappingRangeIPReservation))
+}
+
+func ownerOf(o *ipamv1.ReservationOwner) *Owner {
+	if o == nil {
+		return nil
+	}
+	return &Owner{Kind: string(o.Kind), Namespace: o.Namespace, Name: o.Name, Ordinal: o.Ordinal, Interface: o.Interface}
 }

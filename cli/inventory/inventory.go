@@ -8,6 +8,8 @@ import (
 	"context"
 	"errors"
 	"net/netip"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/netpool/netpool/internal/ippool"
@@ -22,6 +24,8 @@ type Source interface {
 	// Allocations lists the allocations of pool, or of every pool when pool is "", sorted by
 	// pool and address.
 	Allocations(ctx context.Context, pool string) ([]Allocation, error)
+	// PodAllocations lists the allocations of one pod, in every pool, sorted by pool and address.
+	PodAllocations(ctx context.Context, namespace, name string) ([]Allocation, error)
 	// Slices lists the node slices of pool, sorted by range; ErrNoSlices where there are none
 	// to have (an embedded store).
 	Slices(ctx context.Context, pool string) ([]Slice, error)
@@ -30,6 +34,9 @@ type Source interface {
 	// Release releases a if it is still the same claim; false when it was released or claimed
 	// anew meanwhile.
 	Release(ctx context.Context, a Allocation) (bool, error)
+	// Released lists the addresses of pool that were released under its reuse cool-down and
+	// still cool, in address order.
+	Released(ctx context.Context, pool string) ([]Released, error)
 	Close() error
 }
 
@@ -48,8 +55,9 @@ type Pool struct {
 	// Subnet is the pool's CIDR, known even when the rest of its range is not (from the IPPool's
 	// spec.range, or the embedded pool key); invalid when not even that is.
 	Subnet netip.Prefix
-	// Used is the number of addresses held in the pool.
-	Used int64
+	// Used is the number of addresses held in the pool, counted as UsedFrom says.
+	Used     int64
+	UsedFrom string
 	// Ready is the pool's Ready condition ("True", "False (<reason>)"), "" when there is none.
 	Ready string
 	// NotServing says why the pool hands out nothing now, by the agent's own rules: the
@@ -58,6 +66,14 @@ type Pool struct {
 	NotServing string
 	Created    time.Time
 }
+
+// Where a pool's Used comes from.
+const (
+	// UsedFromReservations: the reservations (or the file's allocations) counted now.
+	UsedFromReservations = "reservations"
+	// UsedFromStatus: the controller's status.allocated, written at most a second after a change.
+	UsedFromStatus = "status"
+)
 
 // Allocation is one held address.
 type Allocation struct {
@@ -69,8 +85,16 @@ type Allocation struct {
 	ContainerID string
 	Interface   string
 	Node        string
-	// Network is the CNI network name of the attachment.
+	// Network is the CNI network name of the attachment (the network config's "name").
 	Network string
+	// NetworkName is the address scope's network_name (the pool's), "" for the unnamed network.
+	NetworkName string
+	// Reservation and UID are the name and UID of the OverlappingRangeIPReservation (cluster only).
+	Reservation string
+	UID         string
+	// Owner is the persistent owner of the address (an IPAMClaim, a sticky StatefulSet's ordinal),
+	// nil when its pods own it.
+	Owner   *Owner
 	Created time.Time
 	// ref is the store's own handle of the claim, for Alive and Release.
 	ref any
@@ -82,6 +106,55 @@ func (a Allocation) Pod() string {
 		return ""
 	}
 	return a.Namespace + "/" + a.PodName
+}
+
+// Owner is an address's persistent owner: an IPAMClaim, or one interface of one ordinal of a
+// sticky StatefulSet.
+type Owner struct {
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	Ordinal   *int32 `json:"ordinal,omitempty"`
+	Interface string `json:"interface,omitempty"`
+}
+
+// String is "IPAMClaim ns/name", or "StatefulSet ns/name ordinal N".
+func (o Owner) String() string {
+	s := o.Kind + " " + o.Namespace + "/" + o.Name
+	if o.Ordinal != nil {
+		s += " ordinal " + strconv.Itoa(int(*o.Ordinal))
+	}
+	return s
+}
+
+// ownerOfKey is the owner of a persistent owner key (ipamv1.ReservationOwner.Key:
+// kind/namespace/name, then /ordinal/interface for a StatefulSet); nil for "" or a key that does
+// not parse.
+func ownerOfKey(key string) *Owner {
+	parts := strings.Split(key, "/")
+	switch len(parts) {
+	case 3:
+		return &Owner{Kind: parts[0], Namespace: parts[1], Name: parts[2]}
+	case 5:
+		n, err := strconv.ParseInt(parts[3], 10, 32)
+		if err != nil {
+			return nil
+		}
+		ord := int32(n)
+		return &Owner{Kind: parts[0], Namespace: parts[1], Name: parts[2], Ordinal: &ord, Interface: parts[4]}
+	}
+	return nil
+}
+
+// Released is an address released under its pool's reuse cool-down, which other addresses are
+// handed out before.
+type Released struct {
+	Pool    string
+	Address netip.Addr
+	At      time.Time
+	// Until is when the cool-down ends; zero when the source does not know (an embedded store
+	// does not record the configs' reuseCooldown).
+	Until time.Time
 }
 
 // Slice is one node's block of a pool.

@@ -62,6 +62,8 @@ type plan struct {
 	// nads are the NADs read; scoped is set when they are one namespace's.
 	nads   []nadv1.NetworkAttachmentDefinition
 	scoped bool
+	// progress says what the run does as it goes.
+	progress progress
 }
 
 // AgentDirs are the directories the node agents serve a NAD's files from: ipam.AgentConfigDirs

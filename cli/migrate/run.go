@@ -3,6 +3,7 @@ package migrate
 import (
 	"context"
 	"fmt"
+	"io"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -26,6 +27,8 @@ type Options struct {
 	Namespace string
 	// Agents are the directories the node agents serve; DefaultAgentDirs when empty.
 	Agents AgentDirs
+	// Progress, when set, gets a line per NAD and per pool as the run goes (netpoolctl: stderr).
+	Progress io.Writer
 }
 
 // Run imports whereabouts' allocations into netpool, or with Apply unset says what it would do,
@@ -46,7 +49,8 @@ func Run(ctx context.Context, c client.Client, o Options) (*Report, error) {
 	if len(o.Agents.Config) == 0 && len(o.Agents.Log) == 0 {
 		o.Agents = DefaultAgentDirs()
 	}
-	p, err := planRun(ctx, c, o)
+	pr := newProgress(o.Progress)
+	p, err := planRun(ctx, c, o, pr)
 	if err != nil {
 		return nil, err
 	}
@@ -76,16 +80,20 @@ func Run(ctx context.Context, c client.Client, o Options) (*Report, error) {
 }
 
 // planRun reads the cluster, plans, and checks the plan with a server-side dry run of each write.
-func planRun(ctx context.Context, c client.Client, o Options) (*plan, error) {
+func planRun(ctx context.Context, c client.Client, o Options, pr progress) (*plan, error) {
 	s, err := read(ctx, c, o.Namespace)
 	if err != nil {
 		return nil, err
 	}
+	pr.say("read %d NetworkAttachmentDefinitions, %d whereabouts IPPools, %d OverlappingRangeIPReservations",
+		len(s.nads), len(s.pools)+len(s.unreadable), len(s.reservations))
 	p, err := newPlan(ctx, c, s, o.Namespace != "", o.Agents)
 	if err != nil {
 		return nil, err
 	}
 	p.nads = s.nads
+	p.progress = pr
+	p.planned()
 	if err := p.write(ctx, c, true); err != nil {
 		return nil, err
 	}
@@ -99,6 +107,7 @@ func (p *plan) verify(ctx context.Context, c client.Reader) error {
 	if err != nil {
 		return fmt.Errorf("verify: %w", err)
 	}
+	p.progress.say("verified %d whereabouts allocations in netpool pools: %d discrepancies", v.Holdings, len(v.Discrepancies))
 	mine := map[string]bool{}
 	for _, pl := range p.report.Pools {
 		mine[pl.Name] = true
@@ -146,9 +155,25 @@ func (p *plan) write(ctx context.Context, c client.Client, dry bool) error {
 			return createError("IPPool "+pp.want.Name, dry, err)
 		}
 	}
+	// The reservations are planned pool by pool: each pool is said once its last is written.
+	var last *poolPlan
+	actions := map[Action]int{}
+	said := map[*poolPlan]bool{}
+	flush := func() {
+		if last != nil {
+			p.wrote(last, dry, actions)
+			said[last] = true
+			clear(actions)
+		}
+	}
 	for _, r := range p.res {
+		if r.pool != last {
+			flush()
+			last = r.pool
+		}
 		e := &p.report.Allocations[r.entry]
 		if e.Action != ActionCreate {
+			actions[e.Action]++
 			continue
 		}
 		if pe := p.report.Pools[r.pool.entry].Action; pe == ActionConflict || pe == ActionInvalid {
@@ -172,6 +197,13 @@ func (p *plan) write(ctx context.Context, c client.Client, dry bool) error {
 			e.Action, e.Reason = ActionInvalid, err.Error()
 		default:
 			return createError("reservation "+r.want.Name, dry, err)
+		}
+		actions[e.Action]++
+	}
+	flush()
+	for _, pp := range p.pools {
+		if !said[pp] {
+			p.wrote(pp, dry, actions) // no reservation of its own: actions is empty
 		}
 	}
 	return nil

@@ -70,9 +70,10 @@ func switchNADs(ctx context.Context, c client.Client, o Options, p *plan) (*plan
 		if did {
 			lockedNow = append(lockedNow, t)
 		}
+		p.progress.say("locked whereabouts IPPool %s/%s", t.namespace, t.name)
 	}
 	// Whereabouts allocates no more from these pools: what the import reads now is final.
-	after, err := planRun(ctx, c, o)
+	after, err := planRun(ctx, c, o, p.progress)
 	if err != nil {
 		return p, errors.Join(err, unlock())
 	}
@@ -202,6 +203,7 @@ func (p *plan) switchEach(ctx context.Context, c client.Client) error {
 				n.SwitchedNow = true
 			}
 		}
+		p.progress.say("switched NAD %s to netpool", key)
 	}
 	return nil
 }

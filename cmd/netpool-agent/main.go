@@ -37,8 +37,11 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&f.NodeName, "node-name", "", "this node's name, as the installer knows it; the "+agent.NodeNameEnv+" environment variable overrides it")
 	fs.StringVar(&f.Socket, "socket", ipam.DefaultAgentSocket, "unix socket the netpool plugin forwards to (the NAD's kubernetes.agent_socket)")
 	fs.StringVar(&f.MetricsBindAddress, "metrics-bind-address", "", "address serving /metrics, /healthz and /readyz, such as :9402; empty: off")
-	fs.Float64Var(&f.QPS, "qps", kubeclient.DefaultQPS, "API client queries per second")
-	fs.IntVar(&f.Burst, "burst", kubeclient.DefaultBurst, "API client burst")
+	fs.Float64Var(&f.QPS, "kube-api-qps", kubeclient.DefaultQPS, "API client queries per second (client-go's default is 5; the controller's default too)")
+	fs.IntVar(&f.Burst, "kube-api-burst", kubeclient.DefaultBurst, "API client burst (client-go's default is 10; the controller's default too)")
+	// The spellings before the controller's were adopted, kept so existing DaemonSets start.
+	fs.Float64Var(&f.QPS, "qps", kubeclient.DefaultQPS, "deprecated: --kube-api-qps")
+	fs.IntVar(&f.Burst, "burst", kubeclient.DefaultBurst, "deprecated: --kube-api-burst")
 	fs.DurationVar(&f.APITimeout, "api-timeout", kubestore.DefaultAPITimeout, "how long one CNI call retries while the API server does not answer, before failing with CNI error 11")
 	fs.DurationVar(&f.CallTimeout, "call-timeout", agent.DefaultCallTimeout, "how long one CNI call may take, whatever lock_timeout its NAD sets; past it the call fails with CNI error 11")
 	fs.Func("extra-config-dir", "a directory, besides /etc/cni/net.d and /etc/kubernetes/cni/net.d, that NADs' configuration_path may name (repeatable; mount it into the agent's container: k3s and RKE2 keep whereabouts' flat file under /var/lib/rancher/k3s/agent/etc/cni/net.d)", func(d string) error {
@@ -50,7 +53,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return nil
 	})
 	logFormat := fs.String("log-format", agent.LogFormatJSON, "log format: json or text")
-	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error; info logs every CNI call")
+	logLevel := fs.String("log-level", "info", "log level: "+ipam.LogLevelWords+" (the plugin's log_level words); info logs every CNI call")
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
 		return err

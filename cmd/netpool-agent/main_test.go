@@ -51,3 +51,26 @@ func TestExtraDirFlags(t *testing.T) {
 		t.Errorf("-h does not list the extra directory flags: %s", errOut.String())
 	}
 }
+
+// TestControllerFlagSpellings: the agent takes the controller's --kube-api-qps and --kube-api-burst,
+// keeps --qps and --burst as deprecated spellings, and takes the plugin's log_level words.
+func TestControllerFlagSpellings(t *testing.T) {
+	for _, args := range [][]string{
+		{"--kube-api-qps=50", "--kube-api-burst=100"}, {"--qps=50", "--burst=100"}, {"--log-level=verbose"}, {"--log-level=panic"},
+	} {
+		var out, errOut bytes.Buffer
+		// A kubeconfig that does not exist stops the agent after its flags and logger are made.
+		err := run(append([]string{"--node-name=n", "--kubeconfig=/nonexistent"}, args...), &out, &errOut)
+		if err == nil || strings.Contains(err.Error(), "flag") || strings.Contains(err.Error(), "--log-level") {
+			t.Errorf("%v: %v; want the flags taken and the missing kubeconfig the error", args, err)
+		}
+	}
+	var out, errOut bytes.Buffer
+	if err := run([]string{"--log-level=loud"}, &out, &errOut); err == nil || !strings.Contains(err.Error(), "debug, verbose, info, warn, error or panic") {
+		t.Errorf("--log-level=loud: %v", err)
+	}
+	_ = run([]string{"-h"}, &out, &errOut)
+	if !strings.Contains(errOut.String(), "deprecated: --kube-api-qps") {
+		t.Errorf("-h does not say --qps is deprecated: %s", errOut.String())
+	}
+}

@@ -20,6 +20,7 @@ import (
 	"github.com/netpool/netpool/controller"
 	"github.com/netpool/netpool/internal/kubeclient"
 	"github.com/netpool/netpool/internal/version"
+	"github.com/netpool/netpool/ipam"
 )
 
 func main() {
@@ -47,7 +48,7 @@ func parseFlags(args []string, out io.Writer) (config, error) {
 	c.opts.BindFlags(fs)
 	fs.StringVar(&c.kubeconfig, "kubeconfig", "", "kubeconfig file of the controller's identity; empty: the in-cluster config (the Deployment's ServiceAccount)")
 	fs.StringVar(&c.logFormat, "log-format", controller.LogFormatJSON, "log format: json or text")
-	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.StringVar(&c.logLevel, "log-level", "info", "log level: "+ipam.LogLevelWords+" (the plugin's log_level words)")
 	fs.BoolVar(&c.version, "version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
 		return config{}, err

@@ -59,6 +59,22 @@ func TestRunRejectsBadLoggingAndOptions(t *testing.T) {
 	}
 }
 
+// TestLogLevelWords: the controller takes the plugin's log_level words, and a bad one is an
+// error naming them, before any kubeconfig is read.
+func TestLogLevelWords(t *testing.T) {
+	missing := "--kubeconfig=" + filepath.Join(t.TempDir(), "missing")
+	for _, level := range []string{"debug", "verbose", "info", "warn", "error", "panic"} {
+		err := run([]string{"--log-level=" + level, missing}, &bytes.Buffer{})
+		if err == nil || strings.Contains(err.Error(), "--log-level") {
+			t.Errorf("--log-level=%s: %v; want it taken and the missing kubeconfig the error", level, err)
+		}
+	}
+	err := run([]string{"--log-level=loud", missing}, &bytes.Buffer{})
+	if err == nil || err.Error() != `--log-level "loud": want debug, verbose, info, warn, error or panic` {
+		t.Errorf("--log-level=loud: %v", err)
+	}
+}
+
 // TestVersion: --version prints the stamped version and starts nothing (no kubeconfig is read).
 func TestVersion(t *testing.T) {
 	old := version.Version

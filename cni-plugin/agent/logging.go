@@ -18,13 +18,13 @@ const (
 	LogFormatText = "text"
 )
 
-// NewLogger returns the agent's logger writing to w in format ("json" or "text") at level
-// ("debug", "info", "warn" or "error"): the --log-format and --log-level flags, which mean what
-// the controller's do.
+// NewLogger returns the agent's logger writing to w in format ("json" or "text") at level (a word
+// of ipam.ParseLogLevel, the spelling the plugin's log_level and the controller share): the
+// --log-format and --log-level flags, which mean what the controller's do.
 func NewLogger(w io.Writer, format, level string) (*slog.Logger, error) {
-	var lvl slog.Level
-	if err := lvl.UnmarshalText([]byte(level)); err != nil {
-		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
+	lvl, err := ipam.ParseLogLevel(level)
+	if err != nil {
+		return nil, fmt.Errorf("--log-level %q: want %s", level, ipam.LogLevelWords)
 	}
 	opts := &slog.HandlerOptions{Level: lvl}
 	switch format {

@@ -39,10 +39,37 @@ func TestNewLogger(t *testing.T) {
 	}
 	for _, tt := range []struct{ format, level, want string }{
 		{"xml", "info", `--log-format "xml": want json or text`},
-		{LogFormatJSON, "loud", `--log-level "loud": want debug, info, warn or error`},
+		{LogFormatJSON, "loud", `--log-level "loud": want debug, verbose, info, warn, error or panic`},
+		{LogFormatJSON, "WARN", `--log-level "WARN": want debug, verbose, info, warn, error or panic`},
+		{LogFormatJSON, "", `--log-level "": want debug, verbose, info, warn, error or panic`},
 	} {
 		if _, err := NewLogger(&b, tt.format, tt.level); err == nil || err.Error() != tt.want {
 			t.Errorf("NewLogger(%q, %q) = %v, want %q", tt.format, tt.level, err, tt.want)
+		}
+	}
+}
+
+// TestNewLoggerPluginWords: the agent takes the plugin's log_level words, verbose as info and
+// panic as error.
+func TestNewLoggerPluginWords(t *testing.T) {
+	for level, shown := range map[string][]string{"verbose": {"info", "warn", "error"}, "panic": {"error"}} {
+		var b bytes.Buffer
+		log, err := NewLogger(&b, LogFormatText, level)
+		if err != nil {
+			t.Fatalf("--log-level=%s: %v", level, err)
+		}
+		log.Debug("at debug")
+		log.Info("at info")
+		log.Warn("at warn")
+		log.Error("at error")
+		var got []string
+		for _, l := range []string{"debug", "info", "warn", "error"} {
+			if strings.Contains(b.String(), `msg="at `+l+`"`) {
+				got = append(got, l)
+			}
+		}
+		if strings.Join(got, ",") != strings.Join(shown, ",") {
+			t.Errorf("--log-level=%s logged %v, want %v", level, got, shown)
 		}
 	}
 }

@@ -7,14 +7,13 @@ import (
 	"github.com/netpool/netpool/ipam"
 )
 
-// logLevels maps whereabouts' log_level words onto slog levels.
-var logLevels = map[string]slog.Level{
-	"debug":   slog.LevelDebug,
-	"verbose": slog.LevelInfo,
-	"info":    slog.LevelInfo,
-	"error":   slog.LevelError,
-	"panic":   slog.LevelError,
-	"":        slog.LevelError,
+// logLevel is the level of log_level (ipam.ParseLogLevel, the one spelling the daemons share);
+// error when it is unset, as whereabouts logs.
+func logLevel(word string) slog.Level {
+	if l, err := ipam.ParseLogLevel(word); err == nil {
+		return l
+	}
+	return slog.LevelError
 }
 
 // logger returns the invocation's logger: to log_file when set, else stderr; never stdout, which
@@ -36,7 +35,7 @@ func (p *Plugin) logger(c *ipam.Config) (*slog.Logger, func()) {
 			refused = err
 		}
 	}
-	h := slog.NewTextHandler(w, &slog.HandlerOptions{Level: logLevels[c.LogLevel]})
+	h := slog.NewTextHandler(w, &slog.HandlerOptions{Level: logLevel(c.LogLevel)})
 	log := slog.New(h).With("network", c.Name)
 	if refused != nil {
 		log.Error("Opening log_file failed; logging here instead", "log_file", c.LogFile, "err", refused)

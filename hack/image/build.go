@@ -48,6 +48,21 @@ type Options struct {
 	Version    string
 	LDFlags    string
 	Platforms  []string
+	// Progress, when set, gets a line per binary built and file written, with the time since
+	// Build began: a cold build takes minutes and must not look hung.
+	Progress io.Writer
+}
+
+// progress writes one line of what Build did, with the time since start.
+type progress struct {
+	w     io.Writer
+	start time.Time
+}
+
+func (p progress) say(format string, args ...any) {
+	if p.w != nil {
+		fmt.Fprintf(p.w, "image: %s (%s)\n", fmt.Sprintf(format, args...), time.Since(p.start).Round(100*time.Millisecond))
+	}
 }
 
 // Result says what Build wrote.
@@ -70,6 +85,7 @@ func Build(o Options) (*Result, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(work)
+	pr := progress{w: o.Progress, start: time.Now()}
 	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
 	var amd64 v1.Image
 	for _, p := range o.Platforms {
@@ -78,7 +94,7 @@ func Build(o Options) (*Result, error) {
 			return nil, fmt.Errorf("platform %q: want os/arch", p)
 		}
 		dir := filepath.Join(work, plat.OS+"-"+plat.Architecture)
-		if err := compile(dir, plat, o.LDFlags); err != nil {
+		if err := compile(dir, plat, o.LDFlags, pr); err != nil {
 			return nil, err
 		}
 		img, err := image(dir, plat, o.Version)
@@ -89,6 +105,7 @@ func Build(o Options) (*Result, error) {
 			amd64 = img
 		}
 		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: plat}})
+		pr.say("%s: image assembled", p)
 	}
 	res := &Result{}
 	if res.IndexDigest, err = idx.Digest(); err != nil {
@@ -108,27 +125,31 @@ func Build(o Options) (*Result, error) {
 		return nil, fmt.Errorf("writing the OCI layout: %w", err)
 	}
 	res.Written = append(res.Written, ociDir)
+	pr.say("wrote %s", ociDir)
 	archive := filepath.Join(o.OutDir, "netpool-oci.tar")
 	if err := tarDir(ociDir, archive); err != nil {
 		return nil, err
 	}
 	res.Written = append(res.Written, archive)
+	pr.say("wrote %s", archive)
 	if amd64 != nil {
 		path := filepath.Join(o.OutDir, "netpool-linux-amd64.docker.tar")
 		if err := tarball.WriteToFile(path, ref, amd64); err != nil {
 			return nil, fmt.Errorf("writing %s: %w", path, err)
 		}
 		res.Written = append(res.Written, path)
+		pr.say("wrote %s", path)
 	}
 	return res, nil
 }
 
 // compile builds every binary, static, for plat into dir.
-func compile(dir string, plat *v1.Platform, ldflags string) error {
+func compile(dir string, plat *v1.Platform, ldflags string, pr progress) error {
 	root, err := moduleRoot()
 	if err != nil {
 		return err
 	}
+	pr.say("%s/%s: building %s", plat.OS, plat.Architecture, strings.Join(Binaries, ", "))
 	for _, b := range Binaries {
 		cmd := exec.Command("go", "build", "-trimpath", "-buildvcs=false", "-ldflags", strings.TrimSpace("-s -w "+ldflags),
 			"-o", filepath.Join(dir, b), "./cmd/"+b)
@@ -137,6 +158,7 @@ func compile(dir string, plat *v1.Platform, ldflags string) error {
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return fmt.Errorf("go build ./cmd/%s for %s/%s: %w\n%s", b, plat.OS, plat.Architecture, err, out)
 		}
+		pr.say("%s/%s: built %s", plat.OS, plat.Architecture, b)
 	}
 	return nil
 }

@@ -26,10 +26,12 @@ import (
 // types, and runs the linux/amd64 binaries it extracts from the layer.
 func TestImage(t *testing.T) {
 	out := t.TempDir()
-	res, err := Build(Options{OutDir: out, Repository: DefaultRepository, Version: "test", Platforms: DefaultPlatforms})
+	var said bytes.Buffer
+	res, err := Build(Options{OutDir: out, Repository: DefaultRepository, Version: "test", Platforms: DefaultPlatforms, Progress: &said})
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkProgress(t, said.String(), out)
 	lp, err := layout.FromPath(filepath.Join(out, "oci"))
 	if err != nil {
 		t.Fatal(err)
@@ -242,5 +244,36 @@ func checkDockerfile(t *testing.T) {
 		if !strings.Contains(string(data), " "+b+" ") && !strings.Contains(string(data), " "+b+";") {
 			t.Errorf("Dockerfile's build stage does not build %s", b)
 		}
+	}
+}
+
+// checkProgress: Build said, as it went, each platform's binaries and each file it wrote, each
+// line with the time since it began.
+func checkProgress(t *testing.T, said, out string) {
+	t.Helper()
+	var want []string
+	for _, p := range DefaultPlatforms {
+		want = append(want, p+": building "+strings.Join(Binaries, ", "))
+		for _, b := range Binaries {
+			want = append(want, p+": built "+b)
+		}
+		want = append(want, p+": image assembled")
+	}
+	for _, f := range []string{"oci", "netpool-oci.tar", "netpool-linux-amd64.docker.tar"} {
+		want = append(want, "wrote "+filepath.Join(out, f))
+	}
+	elapsed := regexp.MustCompile(`^image: (.*) \(([0-9.hms]+)\)$`)
+	lines := strings.Split(strings.TrimSuffix(said, "\n"), "\n")
+	var got []string
+	for _, l := range lines {
+		m := elapsed.FindStringSubmatch(l)
+		if m == nil {
+			t.Errorf("progress line %q has no elapsed time", l)
+			continue
+		}
+		got = append(got, m[1])
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("progress said\n%s\nwant, in order:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

@@ -21,13 +21,11 @@ func main() {
 	flag.StringVar(&platforms, "platforms", strings.Join(DefaultPlatforms, ","), "comma-separated os/arch list")
 	flag.Parse()
 	o.Platforms = strings.Split(platforms, ",")
+	o.Progress = os.Stderr
 	res, err := Build(o)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "image:", err)
 		os.Exit(1)
 	}
 	fmt.Printf("image %s:%s (%s)\n", o.Repository, o.Version, res.IndexDigest)
-	for _, p := range res.Written {
-		fmt.Println("wrote", p)
-	}
 }

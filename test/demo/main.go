@@ -76,7 +76,8 @@ func run(ctx context.Context, netpoolctl string) (err error) {
 	if _, err := os.Stat(netpoolctl); err != nil {
 		return fmt.Errorf("netpoolctl: %w (make demo builds it with make build)", err)
 	}
-	step("Building netpool and the reference plugins")
+	step("Building netpool and the reference plugins (their first build on a machine takes minutes)")
+	harness.Progress = details{}
 	binDir, err := harness.BinDir()
 	if err != nil {
 		return err

@@ -21,6 +21,16 @@ func detail(format string, args ...any) {
 	fmt.Printf("    "+format+"\n", args...)
 }
 
+// details is a writer whose every line is a detail: the harness's build progress.
+type details struct{}
+
+func (details) Write(p []byte) (int, error) {
+	for _, line := range strings.Split(strings.TrimRight(string(p), "\n"), "\n") {
+		detail("%s", line)
+	}
+	return len(p), nil
+}
+
 // cleanups undoes what the demo made, in reverse order, whatever happened in between.
 type cleanups struct {
 	names []string

@@ -9,12 +9,14 @@ package harness
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // ReferencePlugins are the containernetworking/plugins binaries the tests chain netpool with.
@@ -31,6 +33,10 @@ var (
 	binDir    string
 	buildErr  error
 )
+
+// Progress, when set, gets a line before and after each binary BinDir builds: the reference
+// plugins' first build on a machine takes minutes, which make demo must not spend in silence.
+var Progress io.Writer
 
 // CacheDir is where fetched or built third-party artefacts live, outside the clone.
 func CacheDir() string {
@@ -125,10 +131,17 @@ func referencePluginDir(root string) (string, error) {
 }
 
 func goBuild(root, out, pkg string) error {
+	start := time.Now()
+	if Progress != nil {
+		fmt.Fprintf(Progress, "building %s\n", pkg)
+	}
 	cmd := goCmd(root, "build", "-o", out, pkg)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("go build %s: %w\n%s", pkg, err, b)
+	}
+	if Progress != nil {
+		fmt.Fprintf(Progress, "built %s (%s)\n", pkg, time.Since(start).Round(100*time.Millisecond))
 	}
 	return nil
 }

@@ -129,6 +129,7 @@ type OverlappingRangeIPReservationSpec struct {
 // +kubebuilder:selectablefield:JSONPath=`.spec.pool`
 // +kubebuilder:selectablefield:JSONPath=`.spec.containerID`
 // +kubebuilder:selectablefield:JSONPath=`.spec.networkName`
+// +kubebuilder:selectablefield:JSONPath=`.spec.podRef`
 // +kubebuilder:printcolumn:name="Address",type=string,JSONPath=`.spec.address`,description="The allocated address"
 // +kubebuilder:printcolumn:name="Pool",type=string,JSONPath=`.spec.pool`,description="The IPPool it came from"
 // +kubebuilder:printcolumn:name="Node",type=string,JSONPath=`.spec.node`,description="The node of the attachment"
