@@ -146,9 +146,6 @@ func templateText(name, arg string) (string, error) {
 // around them that a document has no place for.
 func (p *printer) tabular() bool { return p.kind == printTable || p.kind == printWide }
 
-// structured reports whether p prints the whole document as json or yaml.
-func (p *printer) structured() bool { return p.kind == printJSON || p.kind == printYAML }
-
 // output is what a command prints: its document (the stable schema of docs/cli-output.md), the
 // name of the document's field that lists its items (for --sort-by, -o name and custom columns;
 // "" for a document that is one item), and the table of those items, a row per item in order.
