@@ -6,6 +6,7 @@ import (
 	"iter"
 	"net/netip"
 	"slices"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,8 +17,12 @@ import (
 	"github.com/netpool/netpool/ipam"
 )
 
-// slicePoolField indexes the cached IPPoolSlices by spec.pool.
+// slicePoolField indexes the cached IPPoolSlices by spec.pool, and selects a pool's slices in a
+// live list (a selectable field of the CRD).
 const slicePoolField = "spec.pool"
+
+// sliceNodeField selects one node's slices (a selectable field of the CRD).
+const sliceNodeField = "spec.node"
 
 // listPage is the page size of the live list of a pool's reservations.
 const listPage = 1000
@@ -218,58 +223,68 @@ func scan(from, to netip.Addr, r ipam.Range, taken func(netip.Addr) bool, yield 
 	}
 }
 
-// freeSliceIndex returns the first block of r's window that no node has claimed and that holds an
-// address r may hand out. also are blocks known to be claimed beyond what the cache shows.
+// freeSliceIndex returns a block of r's window that no node is known to hold and that holds an
+// address r may hand out: the first such block from where the node's search stands (blocks.go).
+// also are blocks known to be claimed beyond what the node knows.
 func (s *Store) freeSliceIndex(ctx context.Context, st *poolState, r ipam.Range, also map[uint64]bool) (uint64, bool, error) {
-	list, err := s.cachedSlices(ctx, st.name)
+	own, err := s.ownBlocks(ctx, st)
 	if err != nil {
 		return 0, false, err
 	}
-	claimed := map[uint64]bool{}
+	held := func(i uint64) bool { return own[i] || also[i] || st.hints.elsewhere[i] }
+	i, ok := firstFreeBlock(st.geo, r, held, st.searchStart(r))
+	return i, ok, nil
+}
+
+// ownBlocks returns the indexes of the node's blocks of the pool: those it claimed, and any other
+// slice of the node the cache shows (the cache holds only this node's slices).
+func (s *Store) ownBlocks(ctx context.Context, st *poolState) (map[uint64]bool, error) {
+	list, err := s.cachedSlices(ctx, st.name)
+	if err != nil {
+		return nil, err
+	}
+	own := map[uint64]bool{}
 	for _, sl := range list {
 		if o, ok := st.ownSlice(&sl); ok {
-			claimed[o.index] = true
+			own[o.index] = true
 		}
 	}
 	for _, o := range st.slices {
-		claimed[o.index] = true
+		own[o.index] = true
 	}
-	g := st.geo
-	i, last := g.index(r.Start), g.index(r.End)
-	for {
-		if claimed[i] || also[i] {
-			if i == last {
-				return 0, false, nil
-			}
-			i++
-			continue
-		}
-		block := g.block(i)
-		first := block.Addr()
-		if first.Compare(r.Start) < 0 {
-			first = r.Start
-		}
-		a, ok := r.NextAllowed(first)
-		if !ok {
-			return 0, false, nil
-		}
-		if !block.Contains(a) {
-			i = g.index(a) // the rest of the block is excluded: jump to the block of a
-			continue
-		}
-		return i, true, nil
-	}
+	return own, nil
 }
 
-// claimSlice claims the first free block of r's window for this node by creating its IPPoolSlice.
-// ok is false when every block is claimed.
+// claimSlice claims a free block of r's window for this node by creating its IPPoolSlice, the
+// block chosen as blocks.go describes. ok is false when every block is claimed, which the node
+// concludes only from a live list of the pool's slices.
 func (t *txn) claimSlice(ctx context.Context, u *poolUse, r ipam.Range) (ownSlice, bool, error) {
 	s, st := t.b.s, u.state
-	lost := map[uint64]bool{}
-	for {
+	lo, hi := blockWindow(st.geo, r)
+	lost := map[uint64]bool{} // found held in this claim
+	var listed map[uint64]bool
+	for misses := 0; ; {
 		i, ok, err := s.freeSliceIndex(ctx, st, r, lost)
-		if err != nil || !ok {
+		if err != nil {
 			return ownSlice{}, false, err
+		}
+		if listed == nil && (!ok && !st.hints.listFresh(time.Now()) || ok && misses >= maxBlockProbes) {
+			// The node's knowledge is exhausted or the window is crowded: ask for the truth once.
+			if listed, err = s.listedSlices(ctx, st); err != nil {
+				return ownSlice{}, false, err
+			}
+			own, err := s.ownBlocks(ctx, st)
+			if err != nil {
+				return ownSlice{}, false, err
+			}
+			st.hints.learnList(listed, own, time.Now())
+			for j := range listed {
+				lost[j] = true
+			}
+			continue
+		}
+		if !ok {
+			return ownSlice{}, false, nil
 		}
 		sl := &ipamv1.IPPoolSlice{
 			ObjectMeta: metav1.ObjectMeta{
@@ -281,11 +296,14 @@ func (t *txn) claimSlice(ctx context.Context, u *poolUse, r ipam.Range) (ownSlic
 			},
 			Spec: ipamv1.IPPoolSliceSpec{Pool: st.name, Range: st.geo.block(i).String(), Node: s.node},
 		}
+		uncertain := false
 		err = s.retry(ctx, "create slice "+sl.Name, func(ctx context.Context) error {
-			return s.client.Create(ctx, sl.DeepCopy())
+			err := s.client.Create(ctx, sl.DeepCopy())
+			uncertain = uncertain || err != nil && maybeApplied(err)
+			return err
 		})
-		if apierrors.IsAlreadyExists(err) {
-			// Another node won the block, or an earlier attempt of ours did.
+		if apierrors.IsAlreadyExists(err) && uncertain {
+			// An earlier attempt whose answer was lost may have made it: read it back.
 			existing := &ipamv1.IPPoolSlice{}
 			err = s.retry(ctx, "read slice "+sl.Name, func(ctx context.Context) error {
 				return s.live.Get(ctx, client.ObjectKey{Name: sl.Name}, existing)
@@ -294,15 +312,22 @@ func (t *txn) claimSlice(ctx context.Context, u *poolUse, r ipam.Range) (ownSlic
 				continue // released again in between: the next round may claim it
 			}
 			if err == nil && existing.Spec.Node != s.node {
-				lost[i] = true
-				continue
+				err = apierrors.NewAlreadyExists(ipamv1.GroupVersion.WithResource("ippoolslices").GroupResource(), sl.Name)
 			}
+		}
+		if apierrors.IsAlreadyExists(err) {
+			// Another node holds the block: remember it, and look elsewhere.
+			lost[i] = true
+			st.hints.heldElsewhere(i, lo, hi)
+			misses++
+			continue
 		}
 		if err != nil {
 			return ownSlice{}, false, apiFailure("claim slice "+sl.Name, err)
 		}
 		o := ownSlice{index: i, name: sl.Name, prefix: st.geo.block(i)}
 		st.addSlice(o)
+		st.hints.claimed(i)
 		return o, true, nil
 	}
 }
