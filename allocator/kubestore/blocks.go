@@ -3,6 +3,7 @@ package kubestore
 import (
 	"context"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -21,8 +22,9 @@ import (
 // Which blocks other nodes hold, it learns by claiming: a Create that meets AlreadyExists marks
 // the block as held elsewhere. To make such meetings rare without knowing the other nodes' blocks:
 //
-//   - a node's first block of a pool is the lowest of the window, so a node alone in a pool fills
-//     it from its start;
+//   - a node's first block of a pool is the lowest of the window while the pool's status counts no
+//     allocation (a node alone in a new pool fills it from its start), else a random block of the
+//     window, so that the nodes of a busy pool do not all try its first block;
 //   - each next block follows the node's last one, so a node's blocks form runs;
 //   - after a block found held elsewhere, the node goes on from a random block of the window, so
 //     nodes spread over the window instead of queueing behind each other (a sequential search
@@ -105,23 +107,32 @@ func blockWindow(g geometry, r ipam.Range) (lo, hi uint64) {
 }
 
 // searchStart is where the node looks for its next block of r's window: its hint, else after the
-// highest block it holds in the window, else the window's first block.
-func (st *poolState) searchStart(r ipam.Range) uint64 {
+// highest block it holds in the window, else the window's first block when the pool is unused and
+// a random block when it is not.
+func (st *poolState) searchStart(r ipam.Range, used bool) uint64 {
 	lo, hi := blockWindow(st.geo, r)
 	from := lo
-	if st.hints.hasNext {
+	switch {
+	case st.hints.hasNext:
 		from = st.hints.next
-	} else {
+	case slices.ContainsFunc(st.slices, func(o ownSlice) bool { return o.index >= lo && o.index <= hi }):
 		for _, o := range st.slices {
 			if o.index >= lo && o.index <= hi {
 				from = o.index + 1
 			}
 		}
+	case used:
+		from = lo + rand.Uint64N(hi-lo+1)
 	}
 	if from < lo || from > hi {
 		return lo
 	}
 	return from
+}
+
+// inUse reports whether the pool's status counts any allocation.
+func inUse(p *ipamv1.IPPool) bool {
+	return p.Status.Allocated != nil && *p.Status.Allocated > 0
 }
 
 // firstFreeBlock returns the first block of r's window, from block from on and wrapping round to

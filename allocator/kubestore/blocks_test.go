@@ -73,22 +73,33 @@ func TestSearchStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := &poolState{geo: g}
-	if got := st.searchStart(r); got != 2 {
-		t.Errorf("no blocks: start %d, want the window's first, 2", got)
+	if got := st.searchStart(r, false); got != 2 {
+		t.Errorf("no blocks, unused pool: start %d, want the window's first, 2", got)
+	}
+	starts := map[uint64]bool{}
+	for range 200 {
+		got := st.searchStart(r, true)
+		if got < 2 || got > 12 {
+			t.Fatalf("no blocks, pool in use: start %d, outside the window 2-12", got)
+		}
+		starts[got] = true
+	}
+	if len(starts) < 5 {
+		t.Errorf("no blocks, pool in use: starts %v, want them spread over the window", starts)
 	}
 	st.addSlice(ownSlice{index: 5, prefix: g.block(5)})
 	st.addSlice(ownSlice{index: 3, prefix: g.block(3)})
 	st.addSlice(ownSlice{index: 14, prefix: g.block(14)}) // outside the window (ends in block 12)
-	if got := st.searchStart(r); got != 6 {
+	if got := st.searchStart(r, true); got != 6 {
 		t.Errorf("blocks 3, 5, 14: start %d, want 6", got)
 	}
 	st.hints.claimed(12)
-	if got := st.searchStart(r); got != 2 {
+	if got := st.searchStart(r, true); got != 2 {
 		t.Errorf("after the window's last block: start %d, want the window's first, 2", got)
 	}
 	for range 100 {
 		st.hints.heldElsewhere(7, 2, 12)
-		if got := st.searchStart(r); got < 2 || got > 12 {
+		if got := st.searchStart(r, false); got < 2 || got > 12 {
 			t.Fatalf("after a block held elsewhere: start %d, outside the window 2-12", got)
 		}
 	}

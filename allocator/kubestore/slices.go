@@ -232,7 +232,7 @@ func (s *Store) freeSliceIndex(ctx context.Context, st *poolState, r ipam.Range,
 		return 0, false, err
 	}
 	held := func(i uint64) bool { return own[i] || also[i] || st.hints.elsewhere[i] }
-	i, ok := firstFreeBlock(st.geo, r, held, st.searchStart(r))
+	i, ok := firstFreeBlock(st.geo, r, held, st.searchStart(r, inUse(s.currentPool(ctx, st))))
 	return i, ok, nil
 }
 

@@ -18,7 +18,7 @@ import (
 // verdict is the final LIST against the ledger.
 type verdict struct {
 	reservations int
-	slices       int // of the pool
+	slices       int      // of the pool
 	duplicates   []string // addresses held twice, or given to two live attachments
 	lost         []string // live attachments without their reservation
 	extra        []string // reservations of no live attachment
