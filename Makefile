@@ -8,9 +8,10 @@ export NETPOOL_CACHE
 FUZZTIME      ?= 20s
 BINARIES      := netpool netpool-agent netpool-controller netpool-egress-router netpoolctl
 BINDIR        ?= bin
-# VERSION is stamped into every binary (--version, the plugin's about text): the nearest tag, the
-# commits since it and the commit, "-dirty" with uncommitted changes; "devel" outside a git checkout.
-VERSION       ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+# VERSION is stamped into every binary (--version, the plugin's about text) and tags the image:
+# hack/version.sh, the nearest tag, the commits since it and the commit, "-dirty" with uncommitted
+# changes; a clone without tags counts from the committed VERSION file (v0.1.0) the same way.
+VERSION       ?= $(shell bash hack/version.sh)
 LDFLAGS       := -X github.com/netpool/netpool/internal/version.Version=$(VERSION)
 
 .PHONY: all build version demo test unit bench fuzz lint clean generate image

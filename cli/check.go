@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -18,6 +19,9 @@ type checkReport struct {
 	Pools       int `json:"pools"`
 	Allocations int `json:"allocations"`
 	Slices      int `json:"slices"`
+	// Whereabouts counts the live whereabouts allocations compared with netpool's reservations
+	// (--whereabouts, or whereabouts' CRDs are installed); absent when none were.
+	Whereabouts int `json:"whereabouts,omitempty"`
 	// Findings are the inconsistencies; empty when the store is consistent.
 	Findings []checkFinding `json:"findings"`
 }
@@ -37,6 +41,7 @@ type checkFinding struct {
 
 func newCheck(opts *options) *cobra.Command {
 	var network string
+	var whereabouts bool
 	cmd := &cobra.Command{
 		Use:   "check",
 		Short: "Check the allocations for consistency; exit non-zero on any finding",
@@ -55,10 +60,19 @@ another, not at one instant. On a cluster that is changing, check again before a
 finding. --network limits the check to the pools of one network name and their reservations
 and slices.
 
-With --db it checks an embedded store file, opened read-only and never created: bbolt's own
-consistency check, and that netpool's indexes agree with the allocation records (the owners
-index, each pool's used runs, each overlap scope's runs), that every record decodes and that
-every address lies in its pool's subnet.
+Where whereabouts' CRDs are installed (or with --whereabouts), it also compares whereabouts'
+records (IPPool allocations and OverlappingRangeIPReservations) with netpool's: an address a live
+whereabouts allocation holds that netpool gives to another attachment is HeldTwice, one in a
+netpool pool that netpool does not hold is WhereaboutsOnly (netpool may hand it out again; netpoolctl
+migrate whereabouts --apply imports it). --whereabouts=false skips this.
+
+With --db it checks an embedded store file, opened read-only and never created: that its page
+graph is sound (every page bbolt would follow lies in the file and is reached once, so a
+cycle or an overflow past the file is refused at once), bbolt's own consistency check, and
+that netpool's indexes agree with the allocation records (the owners index, each pool's used
+runs, each overlap scope's runs), that every record decodes and that every address lies in
+its pool's subnet. It waits at most --request-timeout for a plugin that is writing; SIGTERM
+or SIGINT ends it at once.
 
 Examples:
   # Check the cluster
@@ -84,21 +98,32 @@ Examples:
 				if cmd.Flags().Changed("network") {
 					return fmt.Errorf("--network selects pools in a cluster; an embedded store is checked whole")
 				}
-				report, err = checkBolt(opts)
+				if cmd.Flags().Changed("whereabouts") {
+					return fmt.Errorf("--whereabouts compares a cluster's whereabouts records; an embedded store has none")
+				}
+				report, err = checkBolt(cmd.Context(), opts)
 			} else {
 				var c clusterChecker
 				if c.client, err = opts.kubeClient(); err != nil {
 					return err
 				}
 				c.network, c.oneNetwork = network, cmd.Flags().Changed("network")
+				c.whereabouts = whereaboutsAuto
+				if cmd.Flags().Changed("whereabouts") {
+					c.whereabouts = map[bool]whereaboutsMode{true: whereaboutsOn, false: whereaboutsOff}[whereabouts]
+				}
 				report, err = c.run(cmd.Context())
 			}
 			if err != nil {
 				return err
 			}
 			if len(report.Findings) == 0 && (f == formatTable || f == formatWide) {
-				_, err := fmt.Fprintf(cmd.OutOrStdout(), "No inconsistencies in %s (pools: %d, allocations: %d, slices: %d).\n",
-					report.Store, report.Pools, report.Allocations, report.Slices)
+				wb := ""
+				if report.Whereabouts > 0 {
+					wb = fmt.Sprintf(", whereabouts allocations: %d", report.Whereabouts)
+				}
+				_, err := fmt.Fprintf(cmd.OutOrStdout(), "No inconsistencies in %s (pools: %d, allocations: %d, slices: %d%s).\n",
+					report.Store, report.Pools, report.Allocations, report.Slices, wb)
 				return err
 			}
 			if err := emit(cmd.OutOrStdout(), f, findingTable(report.Findings), report); err != nil {
@@ -114,16 +139,17 @@ Examples:
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&whereabouts, "whereabouts", false, "compare whereabouts' records with netpool's (default: when whereabouts' CRDs are installed)")
 	cmd.Flags().StringVar(&network, "network", "", `check only the pools of this network name ("" is the unnamed network) and their reservations and slices`)
 	return cmd
 }
 
 // checkBolt verifies the embedded store at --db; --request-timeout bounds the wait for a writer.
-func checkBolt(opts *options) (checkReport, error) {
+func checkBolt(ctx context.Context, opts *options) (checkReport, error) {
 	if opts.timeout <= 0 {
 		return checkReport{}, fmt.Errorf("--request-timeout must be positive, not %s", opts.timeout)
 	}
-	v, err := boltstore.Verify(opts.db, opts.timeout)
+	v, err := boltstore.Verify(ctx, opts.db, opts.timeout)
 	if err != nil {
 		return checkReport{}, err
 	}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/netpool/netpool/allocator/ippool"
+	"github.com/netpool/netpool/cli/migrate"
 	"github.com/netpool/netpool/controller"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
 )
@@ -38,6 +40,18 @@ const (
 	// findingStatusCounts: a pool's status.capacity, allocated or free is not what the
 	// controller's counting gives.
 	findingStatusCounts = "StatusCounts"
+	// migrate.KindHeldTwice and migrate.KindWhereaboutsOnly are findings too: an address held
+	// by whereabouts and by netpool for another attachment, or by whereabouts only.
+)
+
+// whereaboutsMode says whether check compares whereabouts' records with netpool's.
+type whereaboutsMode int
+
+const (
+	// whereaboutsAuto compares them when the API server serves whereabouts' kinds.
+	whereaboutsAuto whereaboutsMode = iota
+	whereaboutsOn
+	whereaboutsOff
 )
 
 // clusterChecker checks the pools, reservations and slices of a cluster.
@@ -46,6 +60,8 @@ type clusterChecker struct {
 	// network and oneNetwork limit the check to the pools of one network name.
 	network    string
 	oneNetwork bool
+	// whereabouts: whether to compare whereabouts' records too (migrate.Verify).
+	whereabouts whereaboutsMode
 
 	report checkReport
 }
@@ -90,7 +106,37 @@ func (c *clusterChecker) run(ctx context.Context) (checkReport, error) {
 	counts := c.checkReservations(reservations.Items, exists, byName, parsed)
 	c.checkSlices(poolSlices.Items, nodes.Items, exists, byName, parsed)
 	c.checkStatus(pools.Items, byName, counts)
+	if c.whereabouts != whereaboutsOff {
+		if err := c.checkWhereabouts(ctx, byName); err != nil {
+			return checkReport{}, err
+		}
+	}
 	return c.report, nil
+}
+
+// checkWhereabouts reports every address that whereabouts and netpool hold for different
+// attachments, or that whereabouts holds in a netpool pool that netpool does not: the window of a
+// migration (docs/migrate-from-whereabouts.md). migrate.Verify is the one home of the comparison.
+func (c *clusterChecker) checkWhereabouts(ctx context.Context, byName map[string]*ipamv1.IPPool) error {
+	v, err := migrate.Verify(ctx, c.client)
+	if errors.Is(err, migrate.ErrWhereaboutsNotInstalled) && c.whereabouts == whereaboutsAuto {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("comparing whereabouts' records with netpool's (--whereabouts=false skips it): %w", err)
+	}
+	c.report.Whereabouts = v.Holdings
+	for _, d := range v.Discrepancies {
+		if byName[d.Pool] == nil {
+			continue // a pool of another network
+		}
+		object := "whereabouts/" + d.Whereabouts
+		if d.Reservation != "" {
+			object = "overlappingrangeipreservation/" + d.Reservation
+		}
+		c.add(d.Kind, object, "%s", d.Message)
+	}
+	return nil
 }
 
 // checkReservations checks each reservation against its pool and the others of its scope, and

@@ -26,6 +26,7 @@ func newMigrate(opts *options) *cobra.Command {
 
 func newMigrateWhereabouts(opts *options) *cobra.Command {
 	var o migrate.Options
+	var extraConfig, extraLog []string
 	cmd := &cobra.Command{
 		Use:   "whereabouts",
 		Short: "Import a running whereabouts' allocations into netpool's pools and reservations",
@@ -36,6 +37,16 @@ the pod's node so that node's agent releases it on DEL. It is a dry run unless -
 Nothing that exists is changed: an address netpool already gives to another attachment is a
 conflict, and any conflict or unreadable record makes --apply write nothing. A second run changes
 nothing. The report says, per NAD, the one edit that switches it to netpool; no address moves.
+
+Every run then verifies: NADs already switched to netpool are read too, and every address a live
+whereabouts allocation (IPPool or OverlappingRangeIPReservation) holds in a netpool pool must be
+netpool's reservation of the same attachment. An address netpool gives to another attachment
+(HeldTwice) makes the command exit non-zero; one netpool does not hold (WhereaboutsOnly) is
+imported by --apply.
+
+--switch-nads switches with no window: it locks whereabouts' IPPools of the NADs (whereabouts then
+fails every ADD from them, and allocates nothing more), imports again, and switches each NAD's
+whereabouts sections to netpool, changing no other byte of its config. The lock stays.
 See docs/migrate-from-whereabouts.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -50,6 +61,9 @@ See docs/migrate-from-whereabouts.md.`,
 			if err != nil {
 				return err
 			}
+			o.Agents = migrate.DefaultAgentDirs()
+			o.Agents.Config = append(o.Agents.Config, extraConfig...)
+			o.Agents.Log = append(o.Agents.Log, extraLog...)
 			report, err := migrate.Run(context.Background(), c, o)
 			if report != nil {
 				if perr := printMigration(cmd.OutOrStdout(), f, report); perr != nil {
@@ -63,10 +77,17 @@ See docs/migrate-from-whereabouts.md.`,
 			if report.Blocked() {
 				return fmt.Errorf("%d conflicts and %d invalid entries: nothing was written", report.Summary.Conflicts, report.Summary.Invalid)
 			}
+			if report.Failed() {
+				return fmt.Errorf("%d addresses held by whereabouts and netpool for different attachments", report.Summary.HeldTwice)
+			}
 			return nil
 		},
 	}
 	cmd.Flags().BoolVar(&o.Apply, "apply", false, "write the pools and reservations (default: a dry run that changes nothing)")
+	cmd.Flags().BoolVar(&o.SwitchNADs, "switch-nads", false, "lock whereabouts' pools of the NADs, import again and switch each NAD to netpool: the switch with no window (implies --apply)")
+	cmd.Flags().StringVar(&o.WhereaboutsNamespace, "whereabouts-namespace", "kube-system", "namespace of whereabouts' kubeconfig context, where --switch-nads creates the locked pool of a range whereabouts has no pool for yet")
+	cmd.Flags().StringSliceVar(&extraConfig, "agent-extra-config-dir", nil, "a directory the node agents serve with --extra-config-dir, so a configuration_path there is not flagged (repeatable)")
+	cmd.Flags().StringSliceVar(&extraLog, "agent-extra-log-dir", nil, "a directory the node agents serve with --extra-log-dir, so a log_file there is not flagged (repeatable)")
 	cmd.Flags().StringVarP(&o.Namespace, "namespace", "n", "", "migrate the NADs of this namespace only (default: every namespace)")
 	return cmd
 }
@@ -82,9 +103,9 @@ func printMigration(w io.Writer, f format, r *migrate.Report) error {
 			n.Network, n.NetworkName, n.Note, n.Error)
 	}
 	pools := &table{columns: []column{{header: "pool"}, {header: "range"}, {header: "network_name"}, {header: "whereabouts"},
-		{header: "action"}, {header: "reason"}}}
+		{header: "locked", wide: true}, {header: "action"}, {header: "reason"}}}
 	for _, p := range r.Pools {
-		pools.add(p.Name, p.Range, p.NetworkName, p.Whereabouts, string(p.Action), p.Reason)
+		pools.add(p.Name, p.Range, p.NetworkName, p.Whereabouts, strconv.FormatBool(p.Locked), string(p.Action), p.Reason)
 	}
 	allocs := &table{columns: []column{{header: "address"}, {header: "pool"}, {header: "pod"}, {header: "node"},
 		{header: "container", wide: true}, {header: "interface"}, {header: "pod_uid", wide: true}, {header: "reservation", wide: true},
@@ -99,6 +120,14 @@ func printMigration(w io.Writer, f format, r *migrate.Report) error {
 			findings.add(fd.Object, string(fd.Action), fd.Reason)
 		}
 		tables = append(tables, findings)
+	}
+	if len(r.Discrepancies) > 0 {
+		verify := &table{columns: []column{{header: "verify"}, {header: "address"}, {header: "pool"}, {header: "whereabouts_pod"},
+			{header: "netpool_holder"}, {header: "whereabouts", wide: true}, {header: "reservation", wide: true}, {header: "message", wide: true}}}
+		for _, d := range r.Discrepancies {
+			verify.add(d.Kind, d.Address, d.Pool, d.Pod+" "+d.IfName, d.Holder, d.Whereabouts, d.Reservation, d.Message)
+		}
+		tables = append(tables, verify)
 	}
 	for i, t := range tables {
 		if i > 0 {
@@ -125,8 +154,19 @@ func migrationSummary(r *migrate.Report, apply bool) string {
 		fmt.Fprintf(&b, "dry run: %d to create, %d unchanged", s.Create, s.Unchanged)
 	}
 	fmt.Fprintf(&b, ", %d conflicts, %d skipped, %d invalid", s.Conflicts, s.Skipped, s.Invalid)
+	if s.HeldTwice+s.WhereaboutsOnly > 0 {
+		fmt.Fprintf(&b, "; verify: %d held twice, %d whereabouts-only", s.HeldTwice, s.WhereaboutsOnly)
+	}
+	switched := 0
+	for _, n := range r.NADs {
+		if n.SwitchedNow {
+			switched++
+		}
+	}
 	switch {
-	case r.Blocked():
+	case r.Failed():
+	case switched > 0:
+		fmt.Fprintf(&b, "; switched %d NAD sections to netpool, whereabouts' pools locked", switched)
 	case r.Applied || s.Create == 0:
 		b.WriteString("; no address moves: switch each NAD's ipam type to netpool (CHANGE)")
 	default:

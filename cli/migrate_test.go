@@ -63,7 +63,15 @@ func TestMigrateWhereabouts(t *testing.T) {
 		"metadata": map[string]any{"namespace": "kube-system", "name": networkName + "-10.250.7.9"},
 		"spec":     map[string]any{"podref": ns + "/ghost", "ifname": "net1"},
 	}})
-	args := []string{"migrate", "whereabouts", "--kubeconfig", w.env.Kubeconfig, "-n", ns}
+	// The test's agents serve the flat file's directory (startAgent), as --extra-config-dir does.
+	args := []string{"migrate", "whereabouts", "--kubeconfig", w.env.Kubeconfig, "-n", ns, "--agent-extra-config-dir", w.flatDir}
+	// Without saying so, the dry run flags the flat file: an agent with the default directories
+	// would fail every ADD of the NAD with code 7.
+	if out, _, err := runCLI(t, "migrate", "whereabouts", "--kubeconfig", w.env.Kubeconfig, "-n", ns, "-o", "wide"); err != nil ||
+		!strings.Contains(out, "configuration_path "+w.flatDir+"/whereabouts.conf is outside the directories the netpool agent serves") ||
+		!strings.Contains(out, "--extra-config-dir="+w.flatDir+" ") {
+		t.Errorf("the dry run does not flag the flat file outside the agents' directories (%v):\n%s", err, out)
+	}
 	// netpool's agents run before the migration, as they do once netpool is installed: they learn
 	// of the imported reservations from their watch, not from their first list.
 	socketA, socketB := w.startAgent(t, "mig-a"), w.startAgent(t, "mig-b")
@@ -234,7 +242,7 @@ func TestMigrateWhereaboutsBadInput(t *testing.T) {
 		}},
 	}}
 	w.mustCreate(t, wb)
-	args := []string{"migrate", "whereabouts", "--kubeconfig", w.env.Kubeconfig, "-n", ns, "--apply"}
+	args := []string{"migrate", "whereabouts", "--kubeconfig", w.env.Kubeconfig, "-n", ns, "--apply", "--agent-extra-config-dir", w.flatDir}
 	for _, f := range []struct{ flag, golden string }{{"table", "migrate-invalid.txt"}, {"json", "migrate-invalid.json"}} {
 		out, _, err := runCLI(t, append(args, "-o", f.flag)...)
 		if err == nil || !strings.Contains(err.Error(), "0 conflicts and 5 invalid entries: nothing was written") {

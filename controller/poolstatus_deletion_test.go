@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -127,6 +128,33 @@ func TestPoolTurningExhaustedIsAWarningEvent(t *testing.T) {
 	eventually(t, 10*time.Second, "filling again is reported again", func() error {
 		return wantExhaustedEvents(t, small.UID, 2)
 	})
+	// The Event of a cluster-scoped pool is in default: the API server accepts an events.k8s.io
+	// Event about an object without a namespace only in default or kube-system, never in the
+	// controller's own namespace (docs/controller.md, Events).
+	var list eventsv1.EventList
+	if err := direct.List(context.Background(), &list); err != nil {
+		t.Fatal(err)
+	}
+	found := 0
+	for _, e := range list.Items {
+		if e.Regarding.UID != small.UID {
+			continue
+		}
+		found++
+		if e.Namespace != metav1.NamespaceDefault || e.Regarding.Namespace != "" {
+			t.Errorf("Event %s/%s regarding %q/%s, want it in default about the pool", e.Namespace, e.Name, e.Regarding.Namespace, e.Regarding.Name)
+		}
+	}
+	if found == 0 {
+		t.Error("no Event about the pool")
+	}
+	moved := &eventsv1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "pool-event-elsewhere"},
+		EventTime: metav1.NowMicro(), ReportingController: "netpool-controller", ReportingInstance: "test", Action: "Test",
+		Reason: EventPoolExhausted, Type: corev1.EventTypeWarning,
+		Regarding: corev1.ObjectReference{APIVersion: ipamv1.GroupVersion.String(), Kind: "IPPool", Name: small.Name, UID: small.UID}}
+	if err := direct.Create(context.Background(), moved); !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "does not match event.namespace") {
+		t.Errorf("an Event about the pool in namespace %s: %v, want the API server to refuse it", f.ns, err)
+	}
 }
 
 // wantExhaustedEvents checks that the PoolExhausted Events about uid count n occurrences: the

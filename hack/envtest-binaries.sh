@@ -3,9 +3,12 @@
 # from source fetched through the Go module proxy only, and caches them outside the clone.
 #
 #   KUBEBUILDER_ASSETS="$(hack/envtest-binaries.sh)"
+#   hack/envtest-binaries.sh envtest-minimum   # the oldest Kubernetes netpool supports
 #
 # stdout: only the directory that holds kube-apiserver and etcd. Progress goes to stderr.
-# Versions come from hack/envtest/go.mod (k8s.io/kubernetes, go.etcd.io/etcd/server/v3).
+# The argument names a tools module under hack/ (default: envtest, the version the tests run;
+# envtest-minimum is the minimum Kubernetes version the README states, for test/deploy).
+# Versions come from its go.mod (k8s.io/kubernetes, go.etcd.io/etcd/server/v3).
 # Cache: ${NETPOOL_CACHE:-$HOME/.cache/netpool}/envtest/k8s-<v>-etcd-<v>/. Idempotent: when
 # both binaries are there it returns at once; otherwise it builds into a temporary directory
 # beside it and renames that into place, so a directory that exists is always complete.
@@ -14,7 +17,12 @@ set -euo pipefail
 log() { printf 'envtest-binaries: %s\n' "$*" >&2; }
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-mod="$here/envtest"
+module_name="${1:-envtest}"
+[[ "$module_name" =~ ^[a-z0-9-]+$ && -f "$here/$module_name/go.mod" ]] || {
+	log "no tools module hack/$module_name (want envtest or envtest-minimum)"
+	exit 1
+}
+mod="$here/$module_name"
 cache_base="${NETPOOL_CACHE:-${HOME:?HOME is not set}/.cache/netpool}/envtest"
 
 # A build of its own: no workspace, no caller GOFLAGS (e.g. -mod=mod, which could write
@@ -52,7 +60,7 @@ mkdir -p "$cache_base"
 # Serialise concurrent runs (e.g. parallel make targets) where flock exists; the rename
 # below is safe without it too.
 if command -v flock >/dev/null; then
-	exec 9>"$cache_base/.lock"
+	exec 9>"$cache_base/.lock-$key"
 	flock 9
 	if complete "$dest"; then
 		log "built by another run: $dest"

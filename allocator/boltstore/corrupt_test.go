@@ -18,8 +18,16 @@ import (
 )
 
 // goldenDB is a database holding 1500 allocations, built once per test binary; tests and the
-// fuzz target damage copies of it.
-var goldenDB = sync.OnceValues(func() ([]byte, error) {
+// fuzz target damage copies of it. Its owners and alloc buckets are two levels deep: a branch page
+// over leaves.
+var goldenDB = sync.OnceValues(func() ([]byte, error) { return buildGolden(1500) })
+
+// goldenConfig is the pool of the golden databases, which exercise uses too.
+const goldenConfig = `{"range":"10.0.0.0/16"}`
+
+// buildGolden builds a database of n allocations in one pool, every third released, and returns
+// its bytes.
+func buildGolden(n int) ([]byte, error) {
 	dir, err := os.MkdirTemp("", "harden-node-golden-")
 	if err != nil {
 		return nil, err
@@ -30,15 +38,15 @@ var goldenDB = sync.OnceValues(func() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := loadConfig(`{"range":"10.0.0.0/20"}`)
+	c, err := loadConfig(goldenConfig)
 	if err != nil {
 		return nil, err
 	}
-	// Two transactions rather than 2000 fsynced calls: the file is what matters, not how it grew.
+	// Two transactions rather than 2n fsynced calls: the file is what matters, not how it grew.
 	p := allocator.Pools(c)[0]
 	err = s.Update(context.Background(), func(ctx context.Context, tx allocator.Txn) error {
-		for i := range 1500 {
-			if err := tx.ClaimNext(ctx, p, &allocator.Allocation{Pool: p.Key, Owner: owner(i), Network: c.Name}); err != nil {
+		for i := range n {
+			if err := tx.ClaimNext(ctx, p, &allocator.Allocation{Pool: p.Key, Owner: owner(i), Network: c.Name, Scope: p.Scope}); err != nil {
 				return err
 			}
 		}
@@ -49,7 +57,7 @@ var goldenDB = sync.OnceValues(func() ([]byte, error) {
 	}
 	// Release every third, so the freelist and the runs are not trivial.
 	err = s.Update(context.Background(), func(ctx context.Context, tx allocator.Txn) error {
-		for i := 0; i < 1500; i += 3 {
+		for i := 0; i < n; i += 3 {
 			if _, _, err := tx.Release(ctx, p, owner(i)); err != nil {
 				return err
 			}
@@ -63,7 +71,7 @@ var goldenDB = sync.OnceValues(func() ([]byte, error) {
 		return nil, err
 	}
 	return os.ReadFile(path)
-})
+}
 
 func mustGolden(t testing.TB) []byte {
 	t.Helper()
@@ -82,7 +90,7 @@ func exercise(path string) error {
 		return err
 	}
 	defer s.Close()
-	c, err := loadConfig(`{"range":"10.0.0.0/20"}`)
+	c, err := loadConfig(goldenConfig)
 	if err != nil {
 		return err
 	}

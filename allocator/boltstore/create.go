@@ -21,39 +21,48 @@ const creatingSuffix = ".creating"
 
 // prepare makes path ready for bolt.Open, under the sidecar lock: a missing (or empty) database is
 // created whole when mayCreate, and refused otherwise; an existing one must be a regular file, not
-// a symbolic link, that validateFile accepts.
+// a symbolic link, whose meta page is sound and whose page graph is either in the state the lock
+// file remembers as sound (checked.go) or walked now (checkPageGraph). It returns the identity
+// and state of the file it checked, so that the file bbolt opens can be held to be that one.
 //
-// bbolt would follow a symbolic link and initialise whatever empty file it points at, and would
-// map a truncated file past its end; bbolt's own creation writes the file in place, so a full disk
-// left a partial file that failed every later call. None of that can happen here.
-func prepare(path string, timeout time.Duration, mayCreate bool) error {
+// bbolt would follow a symbolic link and initialise whatever empty file it points at, would map a
+// truncated file past its end, and would recurse for ever on a cycle of pages; bbolt's own creation
+// writes the file in place, so a full disk left a partial file that failed every later call. None
+// of that can happen here.
+func prepare(path string, timeout time.Duration, mayCreate bool, lock *fileLock) (fileState, error) {
 	fi, err := os.Lstat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist) && !mayCreate:
-		return fmt.Errorf("%w: %s does not exist", allocator.ErrStoreUnusable, path)
+		return fileState{}, fmt.Errorf("%w: %s does not exist", allocator.ErrStoreUnusable, path)
 	case errors.Is(err, fs.ErrNotExist):
-		return create(path, timeout)
+		err = create(path, timeout)
 	case err != nil:
-		return fmt.Errorf("%w: failed to inspect %s: %w", allocator.ErrStoreUnusable, path, err)
+		return fileState{}, fmt.Errorf("%w: failed to inspect %s: %w", allocator.ErrStoreUnusable, path, err)
 	case fi.Mode()&fs.ModeSymlink != 0:
-		return fmt.Errorf("%w: %s is a symbolic link; netpool does not follow it (set bbolt.path to the real file)", allocator.ErrStoreUnusable, path)
+		return fileState{}, fmt.Errorf("%w: %s is a symbolic link; netpool does not follow it (set bbolt.path to the real file)", allocator.ErrStoreUnusable, path)
 	case !fi.Mode().IsRegular():
-		return fmt.Errorf("%w: %s is not a regular file (%s)", allocator.ErrStoreUnusable, path, fi.Mode().Type())
+		return fileState{}, fmt.Errorf("%w: %s is not a regular file (%s)", allocator.ErrStoreUnusable, path, fi.Mode().Type())
 	case fi.Size() == 0 && !mayCreate:
-		return fmt.Errorf("%w: %s is empty: it holds no netpool store", allocator.ErrStoreUnusable, path)
+		return fileState{}, fmt.Errorf("%w: %s is empty: it holds no netpool store", allocator.ErrStoreUnusable, path)
 	case fi.Size() == 0:
 		// An empty file holds nothing: create the database beside it and rename it over.
-		return create(path, timeout)
+		err = create(path, timeout)
 	}
+	if err != nil {
+		return fileState{}, err
+	}
+	// A file just created is checked too (four pages), so that it has an identity to hold bbolt's
+	// file to.
 	f, err := openNoFollow(path, os.O_RDONLY|syscall.O_NONBLOCK, 0) // a FIFO swapped in must not block
 	if err != nil {
-		return fmt.Errorf("%w: failed to open %s: %w", allocator.ErrStoreUnusable, path, err)
+		return fileState{}, fmt.Errorf("%w: failed to open %s: %w", allocator.ErrStoreUnusable, path, err)
 	}
 	defer f.Close() // read only; nothing to flush
-	if err := validateFile(f, fi.Size()); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+	st, err := checkFile(f, lock)
+	if err != nil {
+		return fileState{}, fmt.Errorf("%s: %w", path, err)
 	}
-	return nil
+	return st, nil
 }
 
 // create builds an empty database (with netpool's buckets) under a temporary name, syncs it,

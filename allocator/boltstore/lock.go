@@ -1,6 +1,7 @@
 package boltstore
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"time"
@@ -22,22 +23,36 @@ func acquireLock(path string, deadline time.Time) (*fileLock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: failed to open lock file %s: %w", allocator.ErrStoreUnusable, path, err)
 	}
+	if err := waitFlock(context.Background(), f, unix.LOCK_EX, deadline); err != nil {
+		_ = f.Close() // the flock error is the one worth reporting
+		return nil, err
+	}
+	return &fileLock{f: f}, nil
+}
+
+// waitFlock takes the flock how (LOCK_EX or LOCK_SH) on f, polling from 200 µs up to 10 ms, until
+// deadline (ErrStoreBusy) or the end of ctx.
+func waitFlock(ctx context.Context, f *os.File, how int, deadline time.Time) error {
 	wait := 200 * time.Microsecond
 	for {
-		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		err := unix.Flock(int(f.Fd()), how|unix.LOCK_NB)
 		if err == nil {
-			return &fileLock{f: f}, nil
+			return nil
 		}
 		if err != unix.EWOULDBLOCK && err != unix.EINTR {
-			_ = f.Close() // the flock error is the one worth reporting
-			return nil, fmt.Errorf("%w: failed to lock %s: %w", allocator.ErrStoreUnusable, path, err)
+			return fmt.Errorf("%w: failed to lock %s: %w", allocator.ErrStoreUnusable, f.Name(), err)
 		}
 		left := time.Until(deadline)
 		if left <= 0 {
-			_ = f.Close()
-			return nil, fmt.Errorf("%w: %s is held by another process", allocator.ErrStoreBusy, path)
+			return fmt.Errorf("%w: %s is held by another process", allocator.ErrStoreBusy, f.Name())
 		}
-		time.Sleep(min(wait, left))
+		t := time.NewTimer(min(wait, left))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
 		wait = min(wait*2, 10*time.Millisecond)
 	}
 }

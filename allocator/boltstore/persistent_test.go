@@ -134,7 +134,7 @@ func TestStickyPodNames(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	v, err := Verify(path, time.Second)
+	v, err := Verify(t.Context(), path, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,11 +20,13 @@
 package boltstore
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -51,6 +53,13 @@ type Store struct {
 	// broken is set when a call panicked inside bbolt: its locks and mapping can no longer be
 	// trusted, so the store refuses further calls and Close does not wait on it for ever.
 	broken bool
+	// suspect is set when a call failed because of the file (ErrStoreUnusable): Close then does
+	// not remember the state it leaves as sound.
+	suspect bool
+	// file is bbolt's descriptor of the database; opened is the state prepare checked or found
+	// remembered (checked.go), which Close replaces with the state this process leaves.
+	file   *os.File
+	opened []byte
 }
 
 var _ allocator.Store = (*Store)(nil)
@@ -72,17 +81,28 @@ func open(path string, timeout time.Duration, create bool) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := prepare(path, max(time.Until(deadline), time.Millisecond), create); err != nil {
+	checked, err := prepare(path, max(time.Until(deadline), time.Millisecond), create, lock)
+	if err != nil {
 		lock.release()
 		return nil, err
 	}
 	// The sidecar lock is held, so bbolt's own flock is free at once; its timeout only guards
 	// against a process that opens the file without the sidecar lock.
 	var db *bolt.DB
+	var file *os.File // bbolt's descriptor of the file, for the state Close remembers
+	openFile := func(name string, flag int, perm os.FileMode) (*os.File, error) {
+		f, err := openNoFollow(name, flag, perm)
+		file = f
+		return f, err
+	}
 	err = contain("open", path, func() error {
 		var err error
-		db, err = bolt.Open(path, 0o600, &bolt.Options{Timeout: max(time.Until(deadline), time.Millisecond), OpenFile: openNoFollow})
+		db, err = bolt.Open(path, 0o600, &bolt.Options{Timeout: max(time.Until(deadline), time.Millisecond), OpenFile: openFile})
 		if err != nil {
+			return err
+		}
+		if err := sameFile(file, checked); err != nil {
+			_ = db.Close() // bbolt has read only the meta page of a file that was not checked
 			return err
 		}
 		initialise := ensureBuckets
@@ -110,7 +130,20 @@ func open(path string, timeout time.Duration, create bool) (*Store, error) {
 		}
 		return nil, fmt.Errorf("%w: failed to open %s: %w", allocator.ErrStoreUnusable, path, err)
 	}
-	return &Store{db: db, lock: lock, path: path}, nil
+	return &Store{db: db, lock: lock, path: path, file: file, opened: checked.key}, nil
+}
+
+// sameFile refuses a file bbolt opened that is not the one prepare checked (a rename over the path
+// in between, by something that ignores the lock).
+func sameFile(f *os.File, checked fileState) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); !ok || st.Dev != checked.dev || st.Ino != checked.ino {
+		return fmt.Errorf("%w: %s was replaced while it was being opened", allocator.ErrStoreUnusable, f.Name())
+	}
+	return nil
 }
 
 // ensureBuckets creates the top-level buckets on first use. It looks first in a read-only
@@ -159,12 +192,19 @@ func (s *Store) View(ctx context.Context, fn func(context.Context, allocator.Txn
 	})
 }
 
-// Close closes the database and releases the file lock.
+// Close closes the database and releases the file lock. Before it lets go of the lock it
+// remembers the state it leaves as sound (checked.go), so the next call need not walk the pages:
+// it started from a sound state and only bbolt's commits changed it since.
 func (s *Store) Close() error {
 	defer s.lock.release()
 	if !s.broken {
+		if !s.suspect {
+			s.rememberState()
+		}
 		return s.guard("close", s.db.Close)
 	}
+	// bbolt faulted on something the checks before it missed: the next call walks again.
+	s.lock.forget()
 	// After a contained panic bbolt may still hold its own locks: close in the background and
 	// give up after closeWait rather than hang the call that is reporting the corruption.
 	done := make(chan struct{})
@@ -179,17 +219,37 @@ func (s *Store) Close() error {
 	return nil
 }
 
+// rememberState records the state of the file as this process leaves it: an fstat and the two meta
+// pages' preads on bbolt's own descriptor, and a write of the lock file when the state changed.
+func (s *Store) rememberState() {
+	fi, err := s.file.Stat()
+	if err != nil {
+		return
+	}
+	m, err := currentMeta(s.file, fi.Size())
+	if err != nil {
+		s.lock.forget()
+		return
+	}
+	if key := stateKey(fi, m); !bytes.Equal(key, s.opened) {
+		s.lock.remember(key)
+	}
+}
+
 // guard runs fn under contain and classifies its error. After a panic every further call fails at
 // once, because bbolt's in-memory state may be half-changed.
 func (s *Store) guard(what string, fn func() error) error {
 	if s.broken {
 		return fmt.Errorf("%w: %s failed earlier in this process and is not used again", allocator.ErrStoreUnusable, s.path)
 	}
-	err := contain(what, s.path, fn)
+	err := classify(contain(what, s.path, fn))
 	if faulted(err) {
 		s.broken = true
 	}
-	return classify(err)
+	if errors.Is(err, allocator.ErrStoreUnusable) {
+		s.suspect = true
+	}
+	return err
 }
 
 // Check runs bbolt's consistency check; tests call it after every scenario.

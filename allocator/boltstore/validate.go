@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/fnv"
-	"io"
 	"os"
 
 	"github.com/netpool/netpool/allocator"
@@ -48,13 +47,21 @@ type pageHeader struct {
 }
 
 // validateFile checks, before bbolt maps the file, what bbolt would otherwise trust blindly: that
-// the meta page it will use is intact and that every page it names lies inside the file. A file
-// truncated by a full disk, a bad copy or a crashed editor would otherwise be mapped past its end,
-// and the first read there is a SIGBUS that no error handling can catch. It reads two meta pages,
-// the freelist and the root page header: a few preads, whatever the size of the file.
-func validateFile(f *os.File, size int64) error {
+// the meta page it will use is intact, that every page it names lies inside the file, and that the
+// page graph it reaches is a tree bbolt can follow without faulting or recursing for ever
+// (checkPageGraph). It always walks: it is what netpoolctl check runs.
+func validateFile(f *os.File) error {
+	_, err := checkFile(f, nil)
+	return err
+}
+
+// currentMeta reads both meta pages and returns the one bbolt will use, once it is sure the file
+// holds every page below that meta page's high-water mark: a file truncated by a full disk, a bad
+// copy or a crashed editor would otherwise be mapped past its end, and the first read there is a
+// SIGBUS. Two preads, whatever the size of the file.
+func currentMeta(f *os.File, size int64) (meta, error) {
 	if size < minPagesInFile*minPageSize {
-		return corrupt("it is %d bytes, smaller than any bbolt database", size)
+		return meta{}, corrupt("it is %d bytes, smaller than any bbolt database", size)
 	}
 	m0, err0 := readMeta(f, 0)
 	pageSize := int64(defaultPageSize)
@@ -65,7 +72,7 @@ func validateFile(f *os.File, size int64) error {
 	var m meta
 	switch {
 	case err0 != nil && err1 != nil:
-		return corrupt("both meta pages are invalid (%v; %v)", err0, err1)
+		return meta{}, corrupt("both meta pages are invalid (%v; %v)", err0, err1)
 	case err1 != nil || (err0 == nil && m0.txid >= m1.txid):
 		m = m0 // bbolt uses the valid meta page with the higher transaction id
 	default:
@@ -73,58 +80,15 @@ func validateFile(f *os.File, size int64) error {
 	}
 	ps := uint64(m.pageSize)
 	if m.pgid < minPagesInFile || m.pgid > uint64(size)/ps {
-		return corrupt("it is %d bytes, but its meta page (txid %d) says it holds %d pages of %d bytes: the file is truncated", size, m.txid, m.pgid, ps)
+		return meta{}, corrupt("it is %d bytes, but its meta page (txid %d) says it holds %d pages of %d bytes: the file is truncated", size, m.txid, m.pgid, ps)
 	}
 	if m.root < firstDataPage || m.root >= m.pgid {
-		return corrupt("the root page %d is outside pages %d-%d", m.root, firstDataPage, m.pgid-1)
+		return meta{}, corrupt("the root page %d is outside pages %d-%d", m.root, firstDataPage, m.pgid-1)
 	}
-	root, err := readPageHeader(f, m.root, ps)
-	if err != nil {
-		return err
+	if m.freelist != noFreelist && (m.freelist < firstDataPage || m.freelist >= m.pgid) {
+		return meta{}, corrupt("the freelist page %d is outside pages %d-%d", m.freelist, firstDataPage, m.pgid-1)
 	}
-	if root.flags&(flagBranch|flagLeaf) == 0 || m.root+uint64(root.overflow) >= m.pgid {
-		return corrupt("the root page %d is not a valid branch or leaf page", m.root)
-	}
-	if m.freelist != noFreelist {
-		return validateFreelist(f, m)
-	}
-	return nil
-}
-
-// validateFreelist checks the freelist page bbolt loads on every read-write open: its page ids
-// must name data pages of the file, or bbolt would hand them out and write outside it.
-func validateFreelist(f *os.File, m meta) error {
-	ps := uint64(m.pageSize)
-	if m.freelist < firstDataPage || m.freelist >= m.pgid {
-		return corrupt("the freelist page %d is outside pages %d-%d", m.freelist, firstDataPage, m.pgid-1)
-	}
-	h, err := readPageHeader(f, m.freelist, ps)
-	if err != nil {
-		return err
-	}
-	span := (uint64(h.overflow) + 1) * ps
-	if h.flags&flagFreelist == 0 || m.freelist+uint64(h.overflow) >= m.pgid || span > maxFreelistBytes {
-		return corrupt("page %d is not a valid freelist page", m.freelist)
-	}
-	body := make([]byte, span)
-	if _, err := f.ReadAt(body, int64(m.freelist*ps)); err != nil {
-		return corrupt("cannot read the freelist page %d: %v", m.freelist, err)
-	}
-	ids := body[pageHeaderSize:]
-	count := uint64(h.count)
-	if count == 0xFFFF { // the real count is the first element
-		count = binary.NativeEndian.Uint64(ids)
-		ids = ids[8:]
-	}
-	if count > uint64(len(ids))/8 {
-		return corrupt("the freelist page %d lists %d pages, more than it can hold", m.freelist, count)
-	}
-	for i := range count {
-		if id := binary.NativeEndian.Uint64(ids[8*i:]); id < firstDataPage || id >= m.pgid {
-			return corrupt("the freelist names page %d, outside pages %d-%d", id, firstDataPage, m.pgid-1)
-		}
-	}
-	return nil
+	return m, nil
 }
 
 func readMeta(f *os.File, off int64) (meta, error) {
@@ -150,18 +114,6 @@ func readMeta(f *os.File, off int64) (meta, error) {
 		return meta{}, fmt.Errorf("meta page at offset %d has page size %d", off, m.pageSize)
 	}
 	return m, nil
-}
-
-func readPageHeader(f *os.File, id, pageSize uint64) (pageHeader, error) {
-	var b [pageHeaderSize]byte
-	if _, err := f.ReadAt(b[:], int64(id*pageSize)); err != nil && err != io.EOF {
-		return pageHeader{}, corrupt("cannot read page %d: %v", id, err)
-	}
-	return pageHeader{
-		flags:    binary.NativeEndian.Uint16(b[8:]),
-		count:    binary.NativeEndian.Uint16(b[10:]),
-		overflow: binary.NativeEndian.Uint32(b[12:]),
-	}, nil
 }
 
 func corrupt(format string, args ...any) error {

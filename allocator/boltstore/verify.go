@@ -2,6 +2,7 @@ package boltstore
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -13,6 +14,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
+	"golang.org/x/sys/unix"
 
 	"github.com/netpool/netpool/allocator"
 	"github.com/netpool/netpool/ipam"
@@ -87,27 +89,35 @@ type Verification struct {
 // million allocations reports the first few and a count, not a million lines.
 const maxFindingsPerKind = 10
 
-// Verify checks the store file at path without changing it: that bbolt's own check passes and
-// that netpool's indexes (the owners index, each pool's used runs, each overlap scope's runs)
-// agree with the allocation records, every record decodes and every address lies in its pool's
-// subnet. It never creates the file: a missing, empty or corrupt file is an error wrapping
-// allocator.ErrStoreUnusable, and a file that a writer holds longer than timeout is
-// allocator.ErrStoreBusy. It reads the file in one read-only transaction, so it sees one state.
+// Verify checks the store file at path without changing it: that its page graph is sound
+// (checkPageGraph, always walked here), that bbolt's own check passes and that netpool's indexes
+// (the owners index, each pool's used runs, each overlap scope's runs) agree with the allocation
+// records, every record decodes and every address lies in its pool's subnet. It never creates the
+// file: a missing, empty or corrupt file is an error wrapping allocator.ErrStoreUnusable, and a
+// file that a writer holds longer than timeout is allocator.ErrStoreBusy. It reads the file in one
+// read-only transaction, so it sees one state.
+//
+// The end of ctx stops the wait for a writer and the walk of netpool's buckets, between two
+// entries, and Verify returns ctx's error. bbolt's own check, which the page graph walk bounds to
+// one visit of each page, runs to its end once started.
 //
 // Memory grows with the number of allocations (their addresses are held to compare the indexes),
 // never with the size of a range.
-func Verify(path string, timeout time.Duration) (Verification, error) {
-	db, err := openBoltReadOnly(path, timeout)
+func Verify(ctx context.Context, path string, timeout time.Duration) (Verification, error) {
+	db, err := openBoltReadOnly(ctx, path, timeout)
 	if err != nil {
 		return Verification{}, err
 	}
 	var v Verification
 	err = contain("verify", path, func() error {
 		return db.View(func(tx *bolt.Tx) error {
-			v = verifyTx(tx)
+			var err error
+			if v, err = verifyTx(ctx, tx); err != nil {
+				return err
+			}
 			// bbolt's check walks the file on a goroutine of its own, where a fault cannot be
-			// contained; the walk above has read every page of netpool's buckets first, so a page
-			// that would fault has already been reported as an error.
+			// contained; the page graph walk before the open and the walk above have read every
+			// page it will read, so a page that would fault has already been reported as an error.
 			for cerr := range tx.Check() {
 				v.Findings = append(v.Findings, Finding{Kind: FindingBoltCheck, Text: cerr.Error()})
 			}
@@ -123,32 +133,54 @@ func Verify(path string, timeout time.Duration) (Verification, error) {
 	return v, nil
 }
 
-// openBoltReadOnly opens path with bbolt read-only: it refuses what OpenExisting refuses (a symbolic link, a file
-// that is not regular, a file validateFile rejects) and, unlike Open, a missing or empty file,
-// which it never creates. bbolt's shared lock keeps writers out while the file is read.
-func openBoltReadOnly(path string, timeout time.Duration) (*bolt.DB, error) {
-	fi, err := statExisting(path)
-	if err != nil {
+// openBoltReadOnly opens path with bbolt read-only: it refuses what OpenExisting refuses (a
+// symbolic link, a file that is not regular, a file validateFile rejects) and, unlike Open, a
+// missing or empty file, which it never creates. A shared flock on the file keeps writers (whose
+// bbolt takes it exclusively) out from before the page graph walk until bbolt holds its own.
+func openBoltReadOnly(ctx context.Context, path string, timeout time.Duration) (*bolt.DB, error) {
+	deadline := time.Now().Add(timeout)
+	if _, err := statExisting(path); err != nil {
 		return nil, err
 	}
 	f, err := openNoFollow(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, fmt.Errorf("%w: failed to open %s: %w", allocator.ErrStoreUnusable, path, err)
 	}
-	verr := validateFile(f, fi.Size())
-	_ = f.Close() // read only; nothing to flush
-	if verr != nil {
-		return nil, fmt.Errorf("%s: %w", path, verr)
+	defer f.Close() // read only; closing drops the shared lock, which bbolt's own then replaces
+	if err := waitFlock(ctx, f, unix.LOCK_SH, deadline); err != nil {
+		if errors.Is(err, allocator.ErrStoreBusy) {
+			return nil, fmt.Errorf("%w: %s is locked by a writer", allocator.ErrStoreBusy, path)
+		}
+		return nil, err
+	}
+	checked, err := checkFile(f, nil)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	var db *bolt.DB
 	err = contain("open", path, func() error {
+		var file *os.File
+		openFile := func(name string, flag int, perm os.FileMode) (*os.File, error) {
+			var err error
+			file, err = openNoFollow(name, flag, perm)
+			return file, err
+		}
 		var err error
-		db, err = bolt.Open(path, 0, &bolt.Options{ReadOnly: true, Timeout: max(timeout, time.Millisecond), OpenFile: openNoFollow})
-		return err
+		db, err = bolt.Open(path, 0, &bolt.Options{ReadOnly: true, Timeout: max(time.Until(deadline), time.Millisecond), OpenFile: openFile})
+		if err != nil {
+			return err
+		}
+		if err := sameFile(file, checked); err != nil {
+			_ = db.Close() // bbolt has read only the meta page of a file that was not checked
+			return err
+		}
+		return nil
 	})
 	switch {
 	case errors.Is(err, bolterrors.ErrTimeout):
 		return nil, fmt.Errorf("%w: %s is locked by a writer: %w", allocator.ErrStoreBusy, path, err)
+	case errors.Is(err, allocator.ErrStoreUnusable):
+		return nil, err
 	case err != nil:
 		return nil, fmt.Errorf("%w: failed to open %s: %w", allocator.ErrStoreUnusable, path, err)
 	}
@@ -157,6 +189,7 @@ func openBoltReadOnly(path string, timeout time.Duration) (*bolt.DB, error) {
 
 // verifier collects the findings of one transaction.
 type verifier struct {
+	ctx    context.Context
 	v      Verification
 	counts map[string]int // kind and object -> findings so far, for maxFindingsPerKind
 	owners *bolt.Bucket
@@ -191,8 +224,12 @@ func (w *verifier) summarise() {
 	w.v.Findings = append(w.v.Findings, over...)
 }
 
-func verifyTx(tx *bolt.Tx) Verification {
-	w := &verifier{counts: map[string]int{}, scopes: map[string][]scoped{}}
+// cancelled reports whether the walk must stop: the caller's context has ended. The bbolt walks
+// it stops return ctx's error, which verifyTx returns.
+func (w *verifier) cancelled() error { return w.ctx.Err() }
+
+func verifyTx(ctx context.Context, tx *bolt.Tx) (Verification, error) {
+	w := &verifier{ctx: ctx, counts: map[string]int{}, scopes: map[string][]scoped{}}
 	top := map[string]*bolt.Bucket{}
 	for _, name := range [][]byte{bucketPools, bucketScopes, bucketOwners} {
 		if top[string(name)] = tx.Bucket(name); top[string(name)] == nil {
@@ -202,6 +239,9 @@ func verifyTx(tx *bolt.Tx) Verification {
 	w.owners = top[string(bucketOwners)]
 	if pools := top[string(bucketPools)]; pools != nil {
 		_ = pools.ForEach(func(k, v []byte) error {
+			if err := w.cancelled(); err != nil {
+				return err
+			}
 			if v != nil {
 				w.add(FindingLayout, "pool/"+string(k), "bucket %q holds a value under %q where a pool's bucket belongs", bucketPools, k)
 				return nil
@@ -213,6 +253,9 @@ func verifyTx(tx *bolt.Tx) Verification {
 	}
 	if scopes := top[string(bucketScopes)]; scopes != nil {
 		_ = scopes.ForEach(func(k, v []byte) error {
+			if err := w.cancelled(); err != nil {
+				return err
+			}
 			if v != nil {
 				w.add(FindingLayout, "scope/"+string(k), "bucket %q holds a value under %q where a scope's runs belong", bucketScopes, k)
 				return nil
@@ -230,8 +273,11 @@ func verifyTx(tx *bolt.Tx) Verification {
 	if w.owners != nil {
 		w.verifyOwners(top[string(bucketPools)])
 	}
+	if err := w.cancelled(); err != nil {
+		return Verification{}, err
+	}
 	w.summarise()
-	return w.v
+	return w.v, nil
 }
 
 // poolSubnet is the subnet a pool key (ipam.PoolKey: "[network/]subnet") names, and its network.
@@ -265,6 +311,9 @@ func (w *verifier) verifyPool(pool string, b *bolt.Bucket) {
 	}
 	var held []netip.Addr
 	_ = alloc.ForEach(func(k, v []byte) error {
+		if err := w.cancelled(); err != nil {
+			return err
+		}
 		a, ok := ipam.AddrFromKey(k)
 		if !ok || v == nil {
 			w.add(FindingCorruptRecord, "pool/"+pool, "pool %s: alloc key %x is not a 16-byte address with a record", pool, k)
@@ -317,6 +366,9 @@ func (w *verifier) verifyPersistent(pool string, b, alloc *bolt.Bucket) {
 	pe := b.Bucket(bucketPersistent)
 	if pe != nil {
 		_ = pe.ForEach(func(k, v []byte) error {
+			if err := w.cancelled(); err != nil {
+				return err
+			}
 			a, ok := ipam.AddrFromKey(v)
 			if !ok {
 				w.add(FindingPersistentIndex, "pool/"+pool, "pool %s: persistent entry %q -> %x is not an address", pool, k, v)
@@ -334,6 +386,9 @@ func (w *verifier) verifyPersistent(pool string, b, alloc *bolt.Bucket) {
 		})
 	}
 	_ = alloc.ForEach(func(k, v []byte) error {
+		if err := w.cancelled(); err != nil {
+			return err
+		}
 		al, err := decodeRecord(pool, k, v)
 		if err != nil || al.Persistent == "" {
 			return nil // a corrupt record is reported by verifyPool
@@ -358,6 +413,9 @@ func (w *verifier) verifyCooling(pool string, b *bolt.Bucket, held []netip.Addr)
 	}
 	var coolingAddrs []netip.Addr
 	_ = byTime.ForEach(func(k, _ []byte) error {
+		if err := w.cancelled(); err != nil {
+			return err
+		}
 		a, ok := ipam.AddrFromKey(k[min(8, len(k)):])
 		if len(k) != 8+16 || !ok {
 			w.add(FindingCorruptRecord, object, "pool %s: cooling entry %x is not a release time and an address", pool, k)
@@ -373,6 +431,9 @@ func (w *verifier) verifyCooling(pool string, b *bolt.Bucket, held []netip.Addr)
 		return nil
 	})
 	_ = byAddr.ForEach(func(k, v []byte) error {
+		if err := w.cancelled(); err != nil {
+			return err
+		}
 		if len(v) != 8 || byTime.Get(append(append([]byte(nil), v...), k...)) == nil {
 			w.add(FindingCoolingIndex, object, "pool %s: %x cools by the address index only", pool, k)
 		}
@@ -409,7 +470,7 @@ func (w *verifier) verifyScope(scope string, b *bolt.Bucket) {
 func (w *verifier) verifyRuns(b *bolt.Bucket, held []netip.Addr, object, what string) {
 	var prev netip.Addr
 	c := b.Cursor()
-	for k, v := c.First(); k != nil; k, v = c.Next() {
+	for k, v := c.First(); k != nil && w.cancelled() == nil; k, v = c.Next() {
 		first, ok1 := ipam.AddrFromKey(k)
 		last, ok2 := ipam.AddrFromKey(v)
 		if v == nil || !ok1 || !ok2 || first.BitLen() != last.BitLen() || compareAddr(last, first) < 0 {
@@ -443,6 +504,9 @@ func (w *verifier) verifyRuns(b *bolt.Bucket, held []netip.Addr, object, what st
 
 func (w *verifier) verifyOwners(pools *bolt.Bucket) {
 	_ = w.owners.ForEach(func(k, v []byte) error {
+		if err := w.cancelled(); err != nil {
+			return err
+		}
 		parts := strings.SplitN(string(k), "\x00", 3)
 		a, ok := ipam.AddrFromKey(v)
 		if len(parts) != 3 || !ok {

@@ -45,7 +45,7 @@ const coolingPool = "green/10.1.0.0/28"
 // cool-down's buckets (its two indexes disagreeing, a held address left cooling, a blocked run
 // lost) is named.
 func TestVerifyCoolingBuckets(t *testing.T) {
-	v, err := Verify(coolingFixture(t), time.Second)
+	v, err := Verify(t.Context(), coolingFixture(t), time.Second)
 	if err != nil || len(v.Findings) != 0 {
 		t.Fatalf("a store with a cooling address: %v, findings %v", err, v.Findings)
 	}
@@ -88,7 +88,7 @@ func TestVerifyCoolingBuckets(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			path := coolingFixture(t)
 			plant(t, path, tt.plant)
-			v, err := Verify(path, time.Second)
+			v, err := Verify(t.Context(), path, time.Second)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -72,7 +72,7 @@ func TestVerifyPersistent(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			v, err := Verify(path, time.Second)
+			v, err := Verify(t.Context(), path, time.Second)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -99,7 +99,7 @@ func TestVerifyConsistentStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := Verify(path, time.Second)
+	v, err := Verify(t.Context(), path, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +181,7 @@ func TestVerifyFindsEachPlantedInconsistency(t *testing.T) {
 			} else {
 				tt.file(t, path)
 			}
-			v, err := Verify(path, time.Second)
+			v, err := Verify(t.Context(), path, time.Second)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -243,7 +243,7 @@ func TestVerifyManyFindingsAreBounded(t *testing.T) {
 		}
 		return nil
 	})
-	v, err := Verify(path, time.Second)
+	v, err := Verify(t.Context(), path, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,7 +273,7 @@ func TestVerifyRefusesWhatIsNoStore(t *testing.T) {
 		link:                             "is a symbolic link",
 		dir:                              "is not a regular file",
 	} {
-		_, err := Verify(path, time.Second)
+		_, err := Verify(t.Context(), path, time.Second)
 		if !errors.Is(err, allocator.ErrStoreUnusable) || !strings.Contains(err.Error(), want) {
 			t.Errorf("Verify(%s) = %v; want ErrStoreUnusable containing %q", path, err, want)
 		}
@@ -293,14 +293,15 @@ func TestVerifyWaitsForAWriterThenGivesUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	_, err = Verify(path, 50*time.Millisecond)
+	_, err = Verify(t.Context(), path, 50*time.Millisecond)
 	if !errors.Is(err, allocator.ErrStoreBusy) {
 		t.Fatalf("Verify while a writer holds the file = %v; want ErrStoreBusy", err)
 	}
 }
 
 // FuzzVerifyCorruptDatabase damages the golden database as FuzzCorruptDatabase does and verifies
-// it: Verify must report findings or fail with ErrStoreUnusable, never panic, fault or hang.
+// it: Verify must report findings or fail with ErrStoreUnusable, never panic, fault or hang, nor
+// run without bound (an overflow of 0xffffffff once made bbolt's check count to four billion).
 func FuzzVerifyCorruptDatabase(f *testing.F) {
 	golden := mustGolden(f)
 	hwm := uint32(highWater(f, golden))
@@ -310,6 +311,7 @@ func FuzzVerifyCorruptDatabase(f *testing.F) {
 	f.Add(hwm, uint32(2*4096+8), []byte{0x10, 0})
 	f.Add(hwm, uint32(3*4096+10), []byte{0xff, 0xff})
 	f.Add(hwm, uint32(6*4096+40), []byte("garbage in a leaf"))
+	addPageDamageSeeds(f, golden)
 	f.Fuzz(func(t *testing.T, size, offset uint32, patch []byte) {
 		b := append([]byte(nil), golden[:min(int(size), len(golden))]...)
 		if len(b) > 0 {
@@ -319,7 +321,7 @@ func FuzzVerifyCorruptDatabase(f *testing.F) {
 		if err := os.WriteFile(path, b, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := Verify(path, time.Second); err != nil && !errors.Is(err, allocator.ErrStoreUnusable) {
+		if _, err := Verify(t.Context(), path, time.Second); err != nil && !errors.Is(err, allocator.ErrStoreUnusable) {
 			t.Fatalf("got %v, want findings or ErrStoreUnusable", err)
 		}
 	})
@@ -368,9 +370,37 @@ func BenchmarkVerify(b *testing.B) {
 		b.Fatal(err)
 	}
 	for b.Loop() {
-		v, err := Verify(path, time.Second)
+		v, err := Verify(b.Context(), path, time.Second)
 		if err != nil || len(v.Findings) != 0 {
 			b.Fatalf("%v, findings %v", err, v.Findings)
 		}
 	}
+}
+
+// TestVerifyStopsWhenCancelled: the end of the context (netpoolctl's SIGTERM or SIGINT) ends
+// Verify at once, while it waits for a writer or while it walks the buckets.
+func TestVerifyStopsWhenCancelled(t *testing.T) {
+	path := verifyFixture(t)
+	t.Run("waiting for a writer", func(t *testing.T) {
+		s, err := Open(path, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		ctx, cancel := context.WithCancel(t.Context())
+		time.AfterFunc(100*time.Millisecond, cancel)
+		start := time.Now()
+		_, err = Verify(ctx, path, time.Minute)
+		if !errors.Is(err, context.Canceled) || time.Since(start) > 10*time.Second {
+			t.Fatalf("Verify cancelled while a writer holds the file = %v after %s; want context.Canceled at once", err, time.Since(start))
+		}
+	})
+	t.Run("walking the buckets", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		v, err := Verify(ctx, path, time.Second)
+		if !errors.Is(err, context.Canceled) || v.Pools != 0 {
+			t.Fatalf("Verify with an ended context = %+v, %v; want context.Canceled and no result", v, err)
+		}
+	})
 }

@@ -15,9 +15,19 @@ func TestWhereaboutsSections(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The section that already says netpool comes back too, marked: a NAD switched before is verified.
+	if len(got) != 2 || !got[1].Switched || got[1].Path != "plugins[1].ipam" || got[0].Switched {
+		t.Fatalf("sections %+v, want the whereabouts one and the switched one", got)
+	}
+	got = got[:1]
 	if len(got) != 1 || got[0].Path != "plugins[0].ipam" || got[0].Config.NetworkName != "blue" || got[0].Config.Name != "n" ||
 		len(got[0].Config.Ranges) != 1 || got[0].Config.Ranges[0].Subnet.String() != "10.1.0.0/24" || got[0].Config.Ranges[0].Contains(netip.MustParseAddr("10.1.0.5")) || !got[0].Config.Ranges[0].Contains(netip.MustParseAddr("10.1.0.16")) {
 		t.Fatalf("sections %+v", got)
+	}
+	k3s := "/var/lib/rancher/k3s/agent/etc/cni/net.d/whereabouts.d/whereabouts.conf"
+	if got, err := whereaboutsSections([]byte(`{"name":"n","ipam":{"type":"whereabouts","range":"10.4.0.0/24","configuration_path":"` + k3s + `"}}`)); err != nil ||
+		len(got) != 1 || got[0].ConfigurationPath != k3s {
+		t.Fatalf("configuration_path: %+v, %v", got, err)
 	}
 	if got, err := whereaboutsSections([]byte(`{"type":"macvlan","ipam":{"type":"host-local"}}`)); err != nil || got != nil {
 		t.Fatalf("no whereabouts: %+v, %v", got, err)

@@ -3,6 +3,8 @@ package migrate
 import (
 	"context"
 	"fmt"
+	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -50,26 +52,49 @@ type plan struct {
 	resByName map[string]*resPlan
 	// configs are the loaded configs of Report.NADs, index for index (nil for a NAD in error).
 	configs []*ipam.Config
+	// sections are the NADs' sections, index for index with Report.NADs (zero for a NAD in error),
+	// which --switch-nads edits.
+	sections []section
+	// dirs are the directories the node agents serve configuration_path and log_file from.
+	dirs AgentDirs
+	// wbByName finds whereabouts' IPPools by name.
+	wbByName map[string][]*wbPool
+	// nads are the NADs read; scoped is set when they are one namespace's.
+	nads   []nadv1.NetworkAttachmentDefinition
+	scoped bool
+}
+
+// AgentDirs are the directories the node agents serve a NAD's files from: ipam.AgentConfigDirs
+// and ipam.AgentLogDir, and what their --extra-config-dir and --extra-log-dir add.
+type AgentDirs struct {
+	Config, Log []string
+}
+
+// DefaultAgentDirs are the directories an agent serves without --extra-config-dir or
+// --extra-log-dir.
+func DefaultAgentDirs() AgentDirs {
+	return AgentDirs{Config: slices.Clone(ipam.AgentConfigDirs), Log: []string{ipam.AgentLogDir}}
 }
 
 func (p *plan) configOf(nad int) *ipam.Config { return p.configs[nad] }
 
 // newPlan works out, from what the cluster holds, which netpool pools and reservations the
 // whereabouts allocations become. It reads the netpool pools and the pods; it writes nothing.
-func newPlan(ctx context.Context, c client.Reader, s *state, scoped bool) (*plan, error) {
-	p := &plan{report: &Report{NADs: []NAD{}, Pools: []Pool{}, Allocations: []Allocation{}, Findings: []Finding{}},
-		resByName: map[string]*resPlan{}}
+func newPlan(ctx context.Context, c client.Reader, s *state, scoped bool, dirs AgentDirs) (*plan, error) {
+	p := &plan{report: &Report{NADs: []NAD{}, Pools: []Pool{}, Allocations: []Allocation{}, Findings: []Finding{}, Discrepancies: []Discrepancy{}},
+		resByName: map[string]*resPlan{}, dirs: dirs, scoped: scoped}
 	byName := map[string]*poolPlan{}
 	sort.Slice(s.nads, func(i, j int) bool {
 		a, b := s.nads[i], s.nads[j]
 		return a.Namespace+"/"+a.Name < b.Namespace+"/"+b.Name
 	})
-	for _, nad := range s.nads {
-		p.addNAD(nad, byName)
-	}
 	wbByName := map[string][]*wbPool{}
 	for _, w := range s.pools {
 		wbByName[w.Name] = append(wbByName[w.Name], w)
+	}
+	p.wbByName = wbByName
+	for _, nad := range s.nads {
+		p.addNAD(nad, byName)
 	}
 	names := make([]string, 0, len(byName))
 	for n := range byName {
@@ -128,16 +153,27 @@ func (p *plan) addNAD(nad nadv1.NetworkAttachmentDefinition, byName map[string]*
 		if looksWhereabouts(nad.Spec.Config) {
 			p.report.NADs = append(p.report.NADs, NAD{Namespace: nad.Namespace, Name: nad.Name, Error: err.Error()})
 			p.configs = append(p.configs, nil)
+			p.sections = append(p.sections, section{})
 		}
 		return
 	}
 	for _, s := range sections {
 		c := s.Config
-		e := NAD{Namespace: nad.Namespace, Name: nad.Name, Path: s.Path, Network: c.Name, NetworkName: c.NetworkName,
-			Change: fmt.Sprintf("%s.type: %q to %q", s.Path, whereaboutsType, ipam.PluginType)}
-		if c.Datastore != ipam.DatastoreKubernetes {
-			e.Note = "the section names no kubernetes.kubeconfig: the nodes' flat file must select datastore kubernetes, or netpool keeps the network's addresses in a local file"
+		if s.Switched && !p.hasWhereaboutsPool(c) {
+			continue // netpool's own NAD: whereabouts holds nothing of it
 		}
+		e := NAD{Namespace: nad.Namespace, Name: nad.Name, Path: s.Path, Network: c.Name, NetworkName: c.NetworkName,
+			Change: fmt.Sprintf("%s.type: %q to %q", s.Path, whereaboutsType, ipam.PluginType), Switched: s.Switched}
+		var notes []string
+		if s.Switched {
+			e.Change = ""
+			notes = append(notes, "switched already: whereabouts' records of its ranges are verified, and what netpool does not hold yet is imported")
+		}
+		if c.Datastore != ipam.DatastoreKubernetes {
+			notes = append(notes, "the section names no kubernetes.kubeconfig: the nodes' flat file must select datastore kubernetes, or netpool keeps the network's addresses in a local file")
+		}
+		notes = append(notes, p.dirs.notes(s)...)
+		e.Note = strings.Join(notes, "; ")
 		idx := len(p.report.NADs)
 		for _, r := range c.Ranges {
 			name := ippool.DerivedName(c.NetworkName, r.Subnet)
@@ -164,7 +200,46 @@ func (p *plan) addNAD(nad nadv1.NetworkAttachmentDefinition, byName map[string]*
 		}
 		p.report.NADs = append(p.report.NADs, e)
 		p.configs = append(p.configs, c)
+		p.sections = append(p.sections, s)
 	}
+}
+
+// hasWhereaboutsPool reports whether whereabouts keeps an IPPool for one of c's ranges.
+func (p *plan) hasWhereaboutsPool(c *ipam.Config) bool {
+	for _, r := range c.Ranges {
+		if len(p.wbByName[wbPoolName(c.NetworkName, r.Subnet)]) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// notes are the section's files the agents will refuse: a configuration_path outside their config
+// directories fails every ADD with code 7, a log_file outside their log directories logs an
+// error on every call (and the call's log goes to the agent's stderr).
+func (d AgentDirs) notes(s section) []string {
+	var out []string
+	if path := s.ConfigurationPath; path != "" && !ipam.InDirs(path, d.Config) {
+		out = append(out, fmt.Sprintf("configuration_path %s is outside the directories the netpool agent serves (%s): every ADD fails with code 7 "+
+			"until the agents run with --extra-config-dir=%s and mount it (docs/migrate-from-whereabouts.md)",
+			path, strings.Join(d.Config, ", "), flatDir(path)))
+	}
+	if path := s.Config.LogFile; path != "" && !ipam.InDirs(path, d.Log) {
+		out = append(out, fmt.Sprintf("log_file %s is outside the directories the netpool agent writes logs to (%s): every call logs an error "+
+			"and its log goes to the agent's stderr, until the agents run with --extra-log-dir=%s and mount it",
+			path, strings.Join(d.Log, ", "), filepath.Dir(path)))
+	}
+	return out
+}
+
+// flatDir is the directory to serve for a flat file: the one holding whereabouts.d, as the
+// defaults hold it, else the file's own.
+func flatDir(path string) string {
+	dir := filepath.Dir(path)
+	if filepath.Base(dir) == "whereabouts.d" {
+		dir = filepath.Dir(dir)
+	}
+	return dir
 }
 
 // looksWhereabouts reports whether a config that failed to load names whereabouts at all, so that
@@ -193,7 +268,7 @@ func (p *plan) resolvePool(ctx context.Context, c client.Reader, pp *poolPlan, w
 		e.Reason = fmt.Sprintf("whereabouts IPPool %s exists in namespaces %s: which one the nodes use cannot be told", wbName, strings.Join(where, ", "))
 	case len(found) == 1:
 		pp.wb = found[0]
-		e.Whereabouts = pp.wb.Namespace + "/" + pp.wb.Name
+		e.Whereabouts, e.Locked = pp.wb.Namespace+"/"+pp.wb.Name, pp.wb.Locked
 		if pp.wb.Range != pp.rng.Subnet {
 			e.Action, pp.blocked = ActionInvalid, true
 			e.Reason = fmt.Sprintf("whereabouts IPPool %s has range %s, not the NAD's %s", e.Whereabouts, pp.wb.Range, pp.rng.Subnet)

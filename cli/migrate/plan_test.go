@@ -41,7 +41,7 @@ func scopedPlanOf(t *testing.T, s *state, scoped bool, objs ...client.Object) *R
 		t.Fatal(err)
 	}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build()
-	p, err := newPlan(context.Background(), c, s, scoped)
+	p, err := newPlan(context.Background(), c, s, scoped, DefaultAgentDirs())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package migrate
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
@@ -12,6 +13,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
+
+// ErrWhereaboutsNotInstalled is returned when the API server does not serve whereabouts' kinds.
+var ErrWhereaboutsNotInstalled = errors.New("whereabouts is not installed")
 
 // listPageSize is how many objects one list request returns.
 const listPageSize = 500
@@ -68,7 +72,7 @@ func listEach(ctx context.Context, c client.Reader, gvk schema.GroupVersionKind,
 		l.SetGroupVersionKind(gvk)
 		err := c.List(ctx, l, client.Limit(listPageSize), client.Continue(cont))
 		if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
-			return fmt.Errorf("whereabouts is not installed: the API server does not serve %s.%s (%v)", gvk.Kind[:len(gvk.Kind)-len("List")], gvk.Group, err)
+			return fmt.Errorf("%w: the API server does not serve %s.%s (%v)", ErrWhereaboutsNotInstalled, gvk.Kind[:len(gvk.Kind)-len("List")], gvk.Group, err)
 		}
 		if err != nil {
 			return fmt.Errorf("failed to list whereabouts %s: %w", gvk.Kind, err)

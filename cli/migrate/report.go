@@ -34,7 +34,10 @@ type Report struct {
 	Allocations []Allocation `json:"allocations"`
 	// Findings are whereabouts objects that are not an allocation of a NAD's range.
 	Findings []Finding `json:"findings"`
-	Summary  Summary   `json:"summary"`
+	// Discrepancies are the verify step's: after the run's writes, every address a live
+	// whereabouts allocation holds that netpool gives to another attachment too, or does not hold.
+	Discrepancies []Discrepancy `json:"discrepancies"`
+	Summary       Summary       `json:"summary"`
 }
 
 // NAD is one whereabouts IPAM section of a NetworkAttachmentDefinition.
@@ -55,6 +58,10 @@ type NAD struct {
 	Kept int `json:"kept"`
 	// Note is something the operator must check before switching.
 	Note string `json:"note,omitempty"`
+	// Switched is set when the section already said netpool: the run verifies and imports what
+	// whereabouts still holds of its ranges. SwitchedNow is set when --switch-nads switched it.
+	Switched    bool `json:"switched,omitempty"`
+	SwitchedNow bool `json:"switchedNow,omitempty"`
 	// Error is why the section cannot be migrated; the run writes nothing while one is set.
 	Error string `json:"error,omitempty"`
 }
@@ -66,8 +73,11 @@ type Pool struct {
 	NetworkName string `json:"networkName,omitempty"`
 	// Whereabouts is the whereabouts IPPool (namespace/name) whose allocations it takes, if any.
 	Whereabouts string `json:"whereabouts,omitempty"`
-	Action      Action `json:"action"`
-	Reason      string `json:"reason,omitempty"`
+	// Locked is set when whereabouts' IPPool is locked (--switch-nads): whereabouts can no longer
+	// allocate from it.
+	Locked bool   `json:"locked,omitempty"`
+	Action Action `json:"action"`
+	Reason string `json:"reason,omitempty"`
 }
 
 // Allocation is one address whereabouts handed out.
@@ -105,11 +115,17 @@ type Summary struct {
 	Conflicts int `json:"conflicts"`
 	Skipped   int `json:"skipped"`
 	Invalid   int `json:"invalid"`
+	// HeldTwice and WhereaboutsOnly count the discrepancies of each kind.
+	HeldTwice       int `json:"heldTwice"`
+	WhereaboutsOnly int `json:"whereaboutsOnly"`
 }
 
 // Blocked reports whether the report holds a conflict or an invalid entry: --apply then writes
 // nothing, and the command exits non-zero.
 func (r *Report) Blocked() bool { return r.Summary.Conflicts > 0 || r.Summary.Invalid > 0 }
+
+// Failed reports whether the command exits non-zero: Blocked, or an address is held twice.
+func (r *Report) Failed() bool { return r.Blocked() || r.Summary.HeldTwice > 0 }
 
 func (r *Report) count() {
 	s := Summary{}
@@ -137,6 +153,14 @@ func (r *Report) count() {
 	}
 	for _, f := range r.Findings {
 		add(f.Action)
+	}
+	for _, d := range r.Discrepancies {
+		switch d.Kind {
+		case KindHeldTwice:
+			s.HeldTwice++
+		case KindWhereaboutsOnly:
+			s.WhereaboutsOnly++
+		}
 	}
 	for i := range r.NADs {
 		n := &r.NADs[i]

@@ -16,40 +16,99 @@ import (
 type Options struct {
 	// Apply writes; without it the run is a dry run that changes nothing.
 	Apply bool
+	// SwitchNADs (implies Apply) locks whereabouts' pools of the NADs, imports again, and switches
+	// each NAD's whereabouts sections to netpool: the switch with no window (switch.go).
+	SwitchNADs bool
+	// WhereaboutsNamespace is where a whereabouts IPPool that does not exist yet is created
+	// locked: the namespace of whereabouts' kubeconfig context (kube-system by default).
+	WhereaboutsNamespace string
 	// Namespace limits the run to the NADs of one namespace; empty means every namespace.
 	Namespace string
+	// Agents are the directories the node agents serve; DefaultAgentDirs when empty.
+	Agents AgentDirs
 }
 
-// Run imports whereabouts' allocations into netpool, or with Apply unset says what it would do.
+// Run imports whereabouts' allocations into netpool, or with Apply unset says what it would do,
+// and then verifies: every address a live whereabouts allocation holds in a netpool pool must be
+// held by netpool for the same attachment (Report.Discrepancies).
 //
 // Every object is first created with a server-side dry run, so the API server's own validation,
 // and AlreadyExists for what netpool already holds, decide each entry; an existing reservation of
 // the same attachment on the same node is a migration done before (unchanged), of anyone else a
 // conflict. With Apply, and only when that pass found no conflict and nothing invalid, the same
 // objects are created for real: pools first, so no reservation ever names a missing pool. Nothing
-// existing is ever changed or deleted, so a second run changes nothing.
+// existing is ever changed or deleted (but for SwitchNADs' lock and switch), so a second run
+// changes nothing.
 func Run(ctx context.Context, c client.Client, o Options) (*Report, error) {
+	if o.SwitchNADs {
+		o.Apply = true
+	}
+	if len(o.Agents.Config) == 0 && len(o.Agents.Log) == 0 {
+		o.Agents = DefaultAgentDirs()
+	}
+	p, err := planRun(ctx, c, o)
+	if err != nil {
+		return nil, err
+	}
+	if o.Apply && !p.report.Blocked() {
+		if o.SwitchNADs {
+			if p, err = switchNADs(ctx, c, o, p); err != nil {
+				if p == nil {
+					return nil, err
+				}
+				p.report.count()
+				return p.report, err
+			}
+		} else {
+			p.report.Applied = true
+			if err := p.write(ctx, c, false); err != nil {
+				p.report.count()
+				return p.report, err
+			}
+		}
+	}
+	if err := p.verify(ctx, c); err != nil {
+		p.report.count()
+		return p.report, err
+	}
+	p.report.count()
+	return p.report, nil
+}
+
+// planRun reads the cluster, plans, and checks the plan with a server-side dry run of each write.
+func planRun(ctx context.Context, c client.Client, o Options) (*plan, error) {
 	s, err := read(ctx, c, o.Namespace)
 	if err != nil {
 		return nil, err
 	}
-	p, err := newPlan(ctx, c, s, o.Namespace != "")
+	p, err := newPlan(ctx, c, s, o.Namespace != "", o.Agents)
 	if err != nil {
 		return nil, err
 	}
+	p.nads = s.nads
 	if err := p.write(ctx, c, true); err != nil {
 		return nil, err
 	}
 	p.report.count()
-	if o.Apply && !p.report.Blocked() {
-		p.report.Applied = true
-		if err := p.write(ctx, c, false); err != nil {
-			p.report.count()
-			return p.report, err
-		}
-		p.report.count()
+	return p, nil
+}
+
+// verify fills Report.Discrepancies: Verify's, of the run's pools when it is limited to a namespace.
+func (p *plan) verify(ctx context.Context, c client.Reader) error {
+	v, err := Verify(ctx, c)
+	if err != nil {
+		return fmt.Errorf("verify: %w", err)
 	}
-	return p.report, nil
+	mine := map[string]bool{}
+	for _, pl := range p.report.Pools {
+		mine[pl.Name] = true
+	}
+	for _, d := range v.Discrepancies {
+		if !p.scoped || mine[d.Pool] {
+			p.report.Discrepancies = append(p.report.Discrepancies, d)
+		}
+	}
+	return nil
 }
 
 // write creates what the plan holds as ActionCreate: with dry set, as a server-side dry run.

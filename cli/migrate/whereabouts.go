@@ -28,7 +28,10 @@ const maxAllocations = 100000
 type wbPool struct {
 	Namespace, Name string
 	Range           netip.Prefix
-	Allocations     []wbAllocation
+	// Locked is set when netpoolctl locked the pool (spec.range holds lockedRangePrefix and the
+	// range): whereabouts can no longer allocate from it (lock.go).
+	Locked      bool
+	Allocations []wbAllocation
 	// Problems are the allocations that cannot be read.
 	Problems []wbProblem
 }
@@ -84,7 +87,9 @@ func parsePool(data []byte) (*wbPool, error) {
 	}
 	p := &wbPool{Namespace: w.Metadata.Namespace, Name: w.Metadata.Name}
 	id := p.Namespace + "/" + p.Name
-	prefix, err := netip.ParsePrefix(strings.TrimSpace(w.Spec.Range))
+	text, locked := strings.CutPrefix(strings.TrimSpace(w.Spec.Range), lockedRangePrefix)
+	p.Locked = locked
+	prefix, err := netip.ParsePrefix(text)
 	if err != nil {
 		return p, fmt.Errorf("whereabouts IPPool %s: spec.range %q is not a CIDR", id, w.Spec.Range)
 	}
@@ -180,6 +185,21 @@ func wbReservationName(networkName string, addr netip.Addr) string {
 		name = networkName + "-" + name
 	}
 	return name
+}
+
+// wbNetworkOf is the network_name of whereabouts IPPool name, whose range is subnet: the name
+// less "-<range>" (wbPoolName's inverse); ok is false for a name of another form (a node slice's
+// pool, say).
+func wbNetworkOf(name string, subnet netip.Prefix) (string, bool) {
+	suffix := wbNormalise(subnet.String())
+	if name == suffix {
+		return "", true
+	}
+	network, ok := strings.CutSuffix(name, "-"+suffix)
+	if !ok || network == "" {
+		return "", false
+	}
+	return network, true
 }
 
 func wbNormalise(s string) string {

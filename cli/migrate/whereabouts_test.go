@@ -1,9 +1,12 @@
 package migrate
 
 import (
+	"net"
 	"net/netip"
 	"strings"
 	"testing"
+
+	"github.com/netpool/netpool/ipam"
 )
 
 func TestParsePool(t *testing.T) {
@@ -128,4 +131,81 @@ func FuzzParsePool(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestLockedPool: a pool netpoolctl locked is read with its range (and marked), so the import
+// after the lock finds its allocations; whereabouts itself cannot parse the locked range.
+func TestLockedPool(t *testing.T) {
+	p, err := parsePool([]byte(`{"metadata":{"namespace":"kube-system","name":"n-10.0.0.0-24"},"spec":{"range":"` + lockedRangePrefix + `10.0.0.0/24","allocations":{
+		"5":{"id":"c5","podref":"ns/p5","ifname":"net1"}}}}`))
+	if err != nil || !p.Locked || p.Range.String() != "10.0.0.0/24" || len(p.Allocations) != 1 || p.Allocations[0].Addr.String() != "10.0.0.5" {
+		t.Fatalf("locked pool %+v, %v", p, err)
+	}
+	if _, _, err := net.ParseCIDR(lockedRangePrefix + "10.0.0.0/24"); err == nil {
+		t.Fatal("a locked range parses as a CIDR: whereabouts would keep allocating")
+	}
+}
+
+func TestWhereaboutsNetworkAndReservationNames(t *testing.T) {
+	for _, c := range []struct {
+		name, subnet, network string
+		ok                    bool
+	}{
+		{"blue-10.0.0.0-24", "10.0.0.0/24", "blue", true},
+		{"a-b-c-10.0.0.0-24", "10.0.0.0/24", "a-b-c", true},
+		{"10.0.0.0-24", "10.0.0.0/24", "", true},
+		{"fd00---120", "fd00::/120", "", true},
+		{"v6-fd00---120", "fd00::/120", "v6", true},
+		{"blue-node1-10.0.0.0-24", "10.0.0.0/24", "blue-node1", true},
+		{"other", "10.0.0.0/24", "", false},
+		{"-10.0.0.0-24", "10.0.0.0/24", "", false},
+	} {
+		n, ok := wbNetworkOf(c.name, netip.MustParsePrefix(c.subnet))
+		if n != c.network || ok != c.ok {
+			t.Errorf("wbNetworkOf(%q) = %q %t, want %q %t", c.name, n, ok, c.network, c.ok)
+		}
+	}
+	networks := map[string]bool{"": true, "blue": true, "blue-x": true, "v6": true}
+	for _, c := range []struct{ name, network, addr string }{
+		{"blue-10.0.0.5", "blue", "10.0.0.5"},
+		{"blue-x-10.0.0.5", "blue-x", "10.0.0.5"},
+		{"10.0.0.5", "", "10.0.0.5"},
+		{"v6-fd00--5", "v6", "fd00::5"},
+		{"v6-fd00--0", "v6", "fd00::"},
+		{"red-10.0.0.5", "", ""},
+		{"blue-notanip", "", ""},
+	} {
+		n, a, ok := wbReservationAddr(c.name, networks)
+		if c.addr == "" {
+			if ok {
+				t.Errorf("wbReservationAddr(%q) = %q %s, want none", c.name, n, a)
+			}
+			continue
+		}
+		if !ok || n != c.network || a.String() != c.addr {
+			t.Errorf("wbReservationAddr(%q) = %q %s %t, want %q %s", c.name, n, a, ok, c.network, c.addr)
+		}
+	}
+}
+
+// TestAgentDirNotes: configuration_path and log_file outside the agents' directories are flagged,
+// with the flag that serves them; inside, or with the flag given, they are not.
+func TestAgentDirNotes(t *testing.T) {
+	k3s := "/var/lib/rancher/k3s/agent/etc/cni/net.d/whereabouts.d/whereabouts.conf"
+	s := section{Path: "ipam", ConfigurationPath: k3s, Config: &ipam.Config{LogFile: "/var/log/whereabouts.log"}}
+	notes := DefaultAgentDirs().notes(s)
+	if len(notes) != 2 || !strings.Contains(notes[0], "--extra-config-dir=/var/lib/rancher/k3s/agent/etc/cni/net.d ") ||
+		!strings.Contains(notes[0], "every ADD fails with code 7") || !strings.Contains(notes[1], "--extra-log-dir=/var/log ") {
+		t.Fatalf("notes %q", notes)
+	}
+	served := DefaultAgentDirs()
+	served.Config = append(served.Config, "/var/lib/rancher/k3s/agent/etc/cni/net.d")
+	served.Log = append(served.Log, "/var/log")
+	if notes := served.notes(s); len(notes) != 0 {
+		t.Errorf("with the directories served: %q", notes)
+	}
+	inside := section{Path: "ipam", ConfigurationPath: "/etc/cni/net.d/whereabouts.d/whereabouts.conf", Config: &ipam.Config{LogFile: "/var/log/netpool/x.log"}}
+	if notes := DefaultAgentDirs().notes(inside); len(notes) != 0 {
+		t.Errorf("default directories: %q", notes)
+	}
 }

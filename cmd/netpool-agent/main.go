@@ -41,6 +41,14 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&f.Burst, "burst", kubeclient.DefaultBurst, "API client burst")
 	fs.DurationVar(&f.APITimeout, "api-timeout", kubestore.DefaultAPITimeout, "how long one CNI call retries while the API server does not answer, before failing with CNI error 11")
 	fs.DurationVar(&f.CallTimeout, "call-timeout", agent.DefaultCallTimeout, "how long one CNI call may take, whatever lock_timeout its NAD sets; past it the call fails with CNI error 11")
+	fs.Func("extra-config-dir", "a directory, besides /etc/cni/net.d and /etc/kubernetes/cni/net.d, that NADs' configuration_path may name (repeatable; mount it into the agent's container: k3s and RKE2 keep whereabouts' flat file under /var/lib/rancher/k3s/agent/etc/cni/net.d)", func(d string) error {
+		f.ExtraConfigDirs = append(f.ExtraConfigDirs, d)
+		return nil
+	})
+	fs.Func("extra-log-dir", "a directory, besides /var/log/netpool, that NADs' log_file may name (repeatable; mount it into the agent's container)", func(d string) error {
+		f.ExtraLogDirs = append(f.ExtraLogDirs, d)
+		return nil
+	})
 	logFormat := fs.String("log-format", agent.LogFormatJSON, "log format: json or text")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error; info logs every CNI call")
 	showVersion := fs.Bool("version", false, "print the version and exit")

@@ -37,3 +37,17 @@ func TestFlagErrors(t *testing.T) {
 		t.Errorf("stdout = %q, want nothing", out.String())
 	}
 }
+
+// TestExtraDirFlags: --extra-config-dir and --extra-log-dir repeat, and a bad one stops the agent
+// before it touches the API server (the error names the directory).
+func TestExtraDirFlags(t *testing.T) {
+	var out, errOut bytes.Buffer
+	err := run([]string{"--node-name=n", "--kubeconfig=/nonexistent", "--extra-config-dir=/a", "--extra-config-dir=relative"}, &out, &errOut)
+	if err == nil || !strings.Contains(err.Error(), `extra directory "relative": want an absolute directory other than /`) {
+		t.Errorf("a relative --extra-config-dir: %v", err)
+	}
+	if err := run([]string{"-h"}, &out, &errOut); !errors.Is(err, flag.ErrHelp) || !strings.Contains(errOut.String(), "-extra-config-dir") ||
+		!strings.Contains(errOut.String(), "-extra-log-dir") {
+		t.Errorf("-h does not list the extra directory flags: %s", errOut.String())
+	}
+}

@@ -60,10 +60,10 @@ type Options struct {
 	Stderr io.Writer
 	// CallTimeout bounds each forwarded call; DefaultCallTimeout when 0.
 	CallTimeout time.Duration
-	// ConfigDirs confine configuration_path, LogDir confines log_file; DefaultConfigDirs and
+	// ConfigDirs confine configuration_path, LogDirs confine log_file; DefaultConfigDirs and
 	// DefaultLogDir when empty.
 	ConfigDirs []string
-	LogDir     string
+	LogDirs    []string
 }
 
 // NodeName returns the node identity: the NODENAME environment variable when set, else configured.
@@ -103,6 +103,9 @@ type Flags struct {
 	Burst              int
 	APITimeout         time.Duration
 	CallTimeout        time.Duration
+	// ExtraConfigDirs and ExtraLogDirs are served besides DefaultConfigDirs and DefaultLogDir.
+	ExtraConfigDirs []string
+	ExtraLogDirs    []string
 }
 
 // Main runs the agent that f describes until ctx ends: the node name (NODENAME from getenv wins
@@ -114,12 +117,16 @@ func Main(ctx context.Context, f Flags, getenv func(string) string, log *slog.Lo
 	if err != nil {
 		return err
 	}
+	configDirs, logDirs, err := f.Dirs()
+	if err != nil {
+		return err
+	}
 	cfg, err := clientConfig(f)
 	if err != nil {
 		return err
 	}
 	a, err := New(cfg, Options{NodeName: node, Socket: f.Socket, MetricsBindAddress: f.MetricsBindAddress,
-		APITimeout: f.APITimeout, CallTimeout: f.CallTimeout, Log: log})
+		APITimeout: f.APITimeout, CallTimeout: f.CallTimeout, Log: log, ConfigDirs: configDirs, LogDirs: logDirs})
 	if err != nil {
 		return err
 	}
@@ -152,8 +159,8 @@ func New(cfg *rest.Config, opts Options) (*Agent, error) {
 	if len(opts.ConfigDirs) == 0 {
 		opts.ConfigDirs = DefaultConfigDirs
 	}
-	if opts.LogDir == "" {
-		opts.LogDir = DefaultLogDir
+	if len(opts.LogDirs) == 0 {
+		opts.LogDirs = []string{DefaultLogDir}
 	}
 	// Calls run concurrently and each logs through its own handler: one lock per write keeps
 	// their lines whole, whatever the writer.

@@ -16,15 +16,29 @@ import (
 // The directories a forwarded call's files may be in. The agent runs as root with the cluster
 // credentials of its node, and configuration_path and log_file come from whoever wrote the NAD,
 // so the agent reads and writes only where the operator put netpool's files, never where a NAD
-// points (README, configuration reference).
+// points (README, configuration reference). --extra-config-dir and --extra-log-dir add others
+// (k3s and RKE2 keep CNI files under /var/lib/rancher/k3s/agent/etc/cni/net.d).
 var (
 	// DefaultConfigDirs hold the flat config files (configuration_path): the directories of
 	// ipam.DefaultFlatConfigPaths. The DaemonSet mounts the host's /etc/cni/net.d.
-	DefaultConfigDirs = []string{"/etc/cni/net.d", "/etc/kubernetes/cni/net.d"}
+	DefaultConfigDirs = ipam.AgentConfigDirs
 	// DefaultLogDir holds the log files (log_file) the agent writes; a call whose log_file lies
-	// elsewhere logs to the agent's own stderr.
-	DefaultLogDir = "/var/log/netpool"
+	// elsewhere logs to the agent's own stderr. The DaemonSet mounts the host's /var/log/netpool.
+	DefaultLogDir = ipam.AgentLogDir
 )
+
+// Dirs returns the config and log directories f serves: the defaults, then f's extra ones. An
+// extra directory must be absolute and may not be "/", which would serve every file of the node.
+func (f Flags) Dirs() (config, logs []string, err error) {
+	config = append(slices.Clone(DefaultConfigDirs), f.ExtraConfigDirs...)
+	logs = append([]string{DefaultLogDir}, f.ExtraLogDirs...)
+	for _, d := range append(slices.Clone(f.ExtraConfigDirs), f.ExtraLogDirs...) {
+		if !filepath.IsAbs(d) || filepath.Clean(d) == "/" {
+			return nil, nil, fmt.Errorf("extra directory %q: want an absolute directory other than /", d)
+		}
+	}
+	return config, logs, nil
+}
 
 // errOutsideDirs is returned for a path outside the directories the agent serves files from.
 var errOutsideDirs = errors.New("outside the directories the netpool agent serves")
@@ -47,14 +61,16 @@ func within(path string, dirs []string) (string, error) {
 	} else if err != nil {
 		return "", err
 	}
+	resolved := make([]string, 0, len(dirs))
 	for _, d := range dirs {
 		rd, err := filepath.EvalSymlinks(d)
 		if err != nil {
 			rd = filepath.Clean(d)
 		}
-		if real == rd || strings.HasPrefix(real, rd+string(filepath.Separator)) {
-			return real, nil
-		}
+		resolved = append(resolved, rd)
+	}
+	if ipam.InDirs(real, resolved) {
+		return real, nil
 	}
 	return "", fmt.Errorf("%s: %w (%s)", path, errOutsideDirs, strings.Join(dirs, ", "))
 }
@@ -75,7 +91,7 @@ func (a *Agent) readConfig(path string) ([]byte, error) {
 
 // openLog is the agent's log_file opener: ipamplugin.OpenLogFile, confined to the log directory.
 func (a *Agent) openLog(path string) (io.WriteCloser, error) {
-	real, err := within(path, []string{a.opts.LogDir})
+	real, err := within(path, a.opts.LogDirs)
 	if err != nil {
 		return nil, err
 	}

@@ -26,7 +26,7 @@ func confinedAgent(t *testing.T) (*Agent, string, string) {
 			t.Fatal(err)
 		}
 	}
-	return &Agent{opts: Options{ConfigDirs: []string{confDir}, LogDir: logDir}, log: slog.New(slog.DiscardHandler), metrics: newMetrics()}, confDir, logDir
+	return &Agent{opts: Options{ConfigDirs: []string{confDir}, LogDirs: []string{logDir}}, log: slog.New(slog.DiscardHandler), metrics: newMetrics()}, confDir, logDir
 }
 
 // TestAgentConfinesConfigurationPath: the agent runs as root with cluster credentials, so a NAD's
@@ -89,6 +89,53 @@ func TestAgentConfinesLogFile(t *testing.T) {
 	for _, p := range []string{victim, filepath.Join(filepath.Dir(logDir), "escape.log")} {
 		if _, err := os.Lstat(p); !errors.Is(err, fs.ErrNotExist) {
 			t.Errorf("%s was created: %v", p, err)
+		}
+	}
+}
+
+// TestExtraDirs: --extra-config-dir and --extra-log-dir add directories to the defaults (a k3s
+// node's flat file is read, the defaults still are), and a relative directory or "/" is refused.
+func TestExtraDirs(t *testing.T) {
+	root := t.TempDir()
+	rancher, logs := filepath.Join(root, "var/lib/rancher/k3s/agent/etc/cni/net.d"), filepath.Join(root, "logs")
+	for _, d := range []string{filepath.Join(rancher, "whereabouts.d"), logs} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	flat := filepath.Join(rancher, "whereabouts.d", "whereabouts.conf")
+	if err := os.WriteFile(flat, []byte(`{"datastore":"kubernetes","kubernetes":{"kubeconfig":"/k"}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	configDirs, logDirs, err := Flags{ExtraConfigDirs: []string{rancher}, ExtraLogDirs: []string{logs}}.Dirs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := append(append([]string{}, DefaultConfigDirs...), rancher); strings.Join(configDirs, ",") != strings.Join(want, ",") ||
+		strings.Join(logDirs, ",") != DefaultLogDir+","+logs {
+		t.Fatalf("Dirs() = %v, %v; want the defaults and then the extra ones", configDirs, logDirs)
+	}
+	a := &Agent{opts: Options{ConfigDirs: configDirs, LogDirs: logDirs}, log: slog.New(slog.DiscardHandler), metrics: newMetrics()}
+	if b, err := a.readConfig(flat); err != nil || !strings.Contains(string(b), "kubeconfig") {
+		t.Errorf("the flat file in the extra directory: %q, %v", b, err)
+	}
+	w, err := a.openLog(filepath.Join(logs, "net1.log"))
+	if err != nil {
+		t.Fatalf("log_file in the extra log directory: %v", err)
+	}
+	_ = w.Close()
+	// Without the flag the same file is refused, as before.
+	plain, _, err := Flags{}.Dirs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &Agent{opts: Options{ConfigDirs: plain, LogDirs: []string{DefaultLogDir}}, log: slog.New(slog.DiscardHandler), metrics: newMetrics()}
+	if _, err := b.readConfig(flat); err == nil || !strings.Contains(err.Error(), "outside the directories the netpool agent serves") {
+		t.Errorf("without --extra-config-dir: %v, want it refused", err)
+	}
+	for _, bad := range []Flags{{ExtraConfigDirs: []string{"relative/dir"}}, {ExtraLogDirs: []string{"/"}}, {ExtraConfigDirs: []string{"//"}}} {
+		if _, _, err := bad.Dirs(); err == nil || !strings.Contains(err.Error(), "want an absolute directory other than /") {
+			t.Errorf("Dirs() of %+v = %v, want refused", bad, err)
 		}
 	}
 }

@@ -1,8 +1,9 @@
 // Package version holds the version of netpool's binaries, one variable for all of them.
 //
-// `make build` sets it from `git describe --tags --always --dirty`:
+// `make build` sets it from hack/version.sh (git describe's form, counted from the committed
+// VERSION file where the clone has no tags):
 //
-//	go build -ldflags "-X github.com/netpool/netpool/internal/version.Version=$(git describe --tags --always --dirty)"
+//	go build -ldflags "-X github.com/netpool/netpool/internal/version.Version=$(hack/version.sh)"
 //
 // A plain `go build` leaves it empty; String then reports what the Go toolchain stamped into the
 // binary (the module version, or a pseudo-version from the VCS), or "devel".

@@ -70,7 +70,7 @@ func TestRunMeasuresEveryScenario(t *testing.T) {
 		t.Skip("skipping: execs the plugins some hundred times")
 	}
 	opts := defaultOptions()
-	opts.emptyCalls, opts.held, opts.heldCalls, opts.fillCalls, opts.rssRuns = 3, 10, 3, 3, 1
+	opts.emptyCalls, opts.held, opts.heldCalls, opts.fillCalls, opts.rssRuns, opts.sizeHeld, opts.sizeCalls = 3, 10, 3, 3, 1, 100, 3
 	opts.fillRange = "10.20.0.0/24"
 	opts.dir = t.TempDir()
 	var log bytes.Buffer
@@ -78,8 +78,8 @@ func TestRunMeasuresEveryScenario(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, log.Bytes())
 	}
-	if len(rep.rows) != 5 {
-		t.Fatalf("got %d rows, want 5 (a, b, c and d twice)", len(rep.rows))
+	if len(rep.rows) != 6 {
+		t.Fatalf("got %d rows, want 6 (a, b, c, d twice and e)", len(rep.rows))
 	}
 	if rep.probeFloorKiB < 256 || rep.probeFloorKiB > 64*1024 {
 		t.Errorf("RSS probe floor %d KiB, want a plausible process size", rep.probeFloorKiB)
@@ -103,7 +103,7 @@ func TestRunMeasuresEveryScenario(t *testing.T) {
 	if err := printTable(&out, rep.rows); err != nil {
 		t.Fatal(err)
 	}
-	if n := strings.Count(out.String(), "\n"); n != 6 {
-		t.Errorf("table has %d lines, want a header and 5 rows:\n%s", n, out.String())
+	if n := strings.Count(out.String(), "\n"); n != 7 {
+		t.Errorf("table has %d lines, want a header and 6 rows:\n%s", n, out.String())
 	}
 }

@@ -18,6 +18,8 @@ type options struct {
 	fillCalls  int
 	fillRange  string
 	rssRuns    int
+	sizeHeld   int
+	sizeCalls  int
 	dir        string // "" = a fresh temporary directory, removed afterwards
 	binDir     string // "" = harness.BinDir()
 }
@@ -26,12 +28,13 @@ func defaultOptions() options {
 	return options{
 		emptyCalls: 300, held: 1000, heldCalls: 300,
 		fillCalls: 200, fillRange: "10.20.0.0/16", rssRuns: 5,
+		sizeHeld: 25000, sizeCalls: 200,
 	}
 }
 
 // quick returns o with counts small enough for a run of a few seconds.
 func (o options) quick() options {
-	o.emptyCalls, o.held, o.heldCalls, o.fillCalls, o.rssRuns = 20, 100, 20, 20, 2
+	o.emptyCalls, o.held, o.heldCalls, o.fillCalls, o.rssRuns, o.sizeCalls = 20, 100, 20, 20, 2, 20
 	o.fillRange = "10.20.0.0/20"
 	return o
 }
@@ -98,6 +101,7 @@ func run(ctx context.Context, opts options, log io.Writer) (report, error) {
 		{"ADD+DEL at 99% and 1% fill", benchFill},
 		{"peak RSS on a /8", func(ctx context.Context, e *env) (row, error) { return benchRSS(ctx, e, "/8", "10.0.0.0/8") }},
 		{"peak RSS on a /48", func(ctx context.Context, e *env) (row, error) { return benchRSS(ctx, e, "/48", "fd00:10::/48") }},
+		{"ADD+DEL on a big store and a small one", benchSize},
 	}
 	rows := make([]row, 0, len(scenarios))
 	for _, s := range scenarios {

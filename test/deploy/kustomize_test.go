@@ -1,7 +1,8 @@
 package deploy
 
 import (
-	"context"
+	"encoding/json"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,20 +11,17 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	"github.com/netpool/netpool/test/envtest"
 	"github.com/netpool/netpool/test/harness"
 )
 
-// image is what every container runs: the one image make image builds, tagged in one place (the
-// base's images: entry).
+// image is what every container of the base runs: the one image make image builds, tagged in one
+// place (the base's images: entry).
 const image = "ghcr.io/netpool/netpool:latest"
 
-// kustomizations are every kustomization an operator applies; components are covered through the
-// overlay that combines them.
-var kustomizations = []string{"base", "overlays/full"}
+// localTag is the tag the quick start's local overlay names (make -s version), here a stand-in.
+const localTag = "v0.1.0-7-gabc1234"
 
 func kindsOf(objs []*unstructured.Unstructured) map[string]int {
 	k := map[string]int{}
@@ -76,28 +74,141 @@ func TestKustomizationsRender(t *testing.T) {
 		t.Error("the base has no read-only netpool-viewer ClusterRole for netpoolctl users")
 	}
 
-	for _, dir := range kustomizations {
-		objs := harness.RenderDeploy(t, dir)
+	tree := harness.DeployWithLocal(t, harness.LocalOverlay(localTag))
+	for _, k := range []struct{ dir, image string }{
+		{"base", image},
+		{"overlays/local", "ghcr.io/netpool/netpool:" + localTag},
+		// The full overlay is the local one with components: it keeps the local tag.
+		{"overlays/full", "ghcr.io/netpool/netpool:" + localTag},
+	} {
+		objs := build(t, tree, k.dir)
 		var images []string
 		for _, o := range objs {
 			images = append(images, containerImages(t, o)...)
 		}
 		if len(images) == 0 {
-			t.Errorf("deploy/%s runs no container", dir)
+			t.Errorf("deploy/%s runs no container", k.dir)
 		}
 		for _, img := range images {
-			if img != image {
-				t.Errorf("deploy/%s runs image %s, want %s", dir, img, image)
+			if img != k.image {
+				t.Errorf("deploy/%s runs image %s, want %s", k.dir, img, k.image)
 			}
 		}
 	}
 
-	full := harness.RenderDeploy(t, "overlays/full")
+	full := build(t, tree, "overlays/full")
 	fk := kindsOf(full)
-	if fk["NetworkAttachmentDefinition"] != 3 || fk["ServiceMonitor"] != 1 || !hasObject(full, "ConfigMap", "netpool-grafana-dashboard") || fk["IPPool"] != 1 {
-		t.Errorf("deploy/overlays/full kinds %v: want 3 example NADs, the pool one references, a ServiceMonitor and the dashboard ConfigMap", fk)
+	if fk["ServiceMonitor"] != 1 || fk["PodMonitor"] != 1 || fk["PrometheusRule"] != 1 || !hasObject(full, "ConfigMap", "netpool-grafana-dashboard") ||
+		fk["NetworkAttachmentDefinition"] != 0 || fk["IPPool"] != 0 {
+		t.Errorf("deploy/overlays/full kinds %v: want the local overlay with a ServiceMonitor, a PodMonitor, a PrometheusRule and the dashboard, and no object of a CRD it installs", fk)
 	}
 	checkServiceMonitor(t, full)
+	checkPodMonitor(t, full)
+
+	// Without the local overlay, the full one stops before anything is applied, naming it.
+	if _, err := harness.BuildKustomization(filepath.Join("..", "..", "deploy", "overlays", "full")); err == nil && !localExists() {
+		t.Error("deploy/overlays/full builds without deploy/overlays/local")
+	} else if err != nil && !strings.Contains(err.Error(), filepath.Join("overlays", "local")) {
+		t.Errorf("deploy/overlays/full without the local overlay: %v, want an error naming overlays/local", err)
+	}
+
+	examples := harness.RenderDeploy(t, "examples")
+	if ek := kindsOf(examples); ek["NetworkAttachmentDefinition"] != 3 || ek["IPPool"] != 1 || ek["Namespace"] != 1 {
+		t.Errorf("deploy/examples kinds %v: want 3 NADs, the pool one references and their namespace", ek)
+	}
+	checkExamplesApart(t, examples)
+}
+
+// localExists reports whether the checkout has an overlays/local of its own (a developer's).
+func localExists() bool {
+	_, err := os.Stat(filepath.Join("..", "..", "deploy", "overlays", "local", "kustomization.yaml"))
+	return err == nil
+}
+
+// build renders dir of the deploy tree at tree.
+func build(t *testing.T, tree, dir string) []*unstructured.Unstructured {
+	t.Helper()
+	objs, err := harness.BuildKustomization(filepath.Join(tree, dir))
+	if err != nil {
+		t.Fatalf("kustomize build deploy/%s: %v", dir, err)
+	}
+	return objs
+}
+
+// checkExamplesApart: the example NADs share neither a network name nor an address with the
+// README quick start's NAD (storage, 192.168.20.0/22), so both can live in one cluster.
+func checkExamplesApart(t *testing.T, examples []*unstructured.Unstructured) {
+	t.Helper()
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	section, err := harness.MarkdownSection(string(readme), "Kubernetes quick start")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var quick []string
+	for _, b := range harness.FencedBlocks(section) {
+		if b.Lang == "yaml" && strings.Contains(b.Body, "NetworkAttachmentDefinition") {
+			quick = append(quick, b.Body)
+		}
+	}
+	if len(quick) != 1 {
+		t.Fatalf("the README's Kubernetes quick start has %d NADs, want 1", len(quick))
+	}
+	var nad struct {
+		Spec struct{ Config string } `json:"spec"`
+	}
+	if err := yaml.Unmarshal([]byte(quick[0]), &nad); err != nil {
+		t.Fatal(err)
+	}
+	qName, qRanges := ipamOf(t, nad.Spec.Config)
+	for _, o := range examples {
+		if o.GetKind() != "NetworkAttachmentDefinition" {
+			continue
+		}
+		config, _, _ := unstructured.NestedString(o.Object, "spec", "config")
+		name, ranges := ipamOf(t, config)
+		if name != "" && name == qName {
+			t.Errorf("example NAD %s has the quick start's network_name %s", o.GetName(), name)
+		}
+		for _, r := range ranges {
+			for _, q := range qRanges {
+				if r.Overlaps(q) {
+					t.Errorf("example NAD %s's range %s overlaps the quick start's %s", o.GetName(), r, q)
+				}
+			}
+		}
+	}
+}
+
+func ipamOf(t *testing.T, config string) (string, []netip.Prefix) {
+	t.Helper()
+	var c struct {
+		IPAM struct {
+			Range       string `json:"range"`
+			NetworkName string `json:"network_name"`
+			IPRanges    []struct {
+				Range string `json:"range"`
+			} `json:"ipRanges"`
+		} `json:"ipam"`
+	}
+	if err := json.Unmarshal([]byte(config), &c); err != nil {
+		t.Fatalf("config %s: %v", config, err)
+	}
+	var out []netip.Prefix
+	for _, r := range append([]string{c.IPAM.Range}, func() []string {
+		var rs []string
+		for _, x := range c.IPAM.IPRanges {
+			rs = append(rs, x.Range)
+		}
+		return rs
+	}()...) {
+		if p, err := netip.ParsePrefix(r); err == nil {
+			out = append(out, p)
+		}
+	}
+	return c.IPAM.NetworkName, out
 }
 
 func hasObject(objs []*unstructured.Unstructured, kind, name string) bool {
@@ -157,38 +268,47 @@ func checkServiceMonitor(t *testing.T, objs []*unstructured.Unstructured) {
 	}
 }
 
-// TestKustomizationsApplyWithAServerSideDryRun: every object the kustomizations render is valid
-// against a real API server. The CRDs are created for real first (a dry run of a CRD serves no
-// kind), then everything else is applied with a server-side dry run; the namespaces too are
-// created for real, since a dry run of an object needs its namespace to exist.
-func TestKustomizationsApplyWithAServerSideDryRun(t *testing.T) {
-	env := envtest.Start(t) // netpool's CRDs are installed from crds/bases
-	env.InstallNADCRD(t)    // Multus' NAD CRD, which the example NADs need
-	ctx := context.Background()
-	for _, dir := range kustomizations {
-		objs := harness.RenderDeploy(t, dir)
-		for _, o := range objs {
-			if o.GetKind() != "Namespace" {
-				continue
-			}
-			if err := env.Client.Create(ctx, o.DeepCopy()); client.IgnoreAlreadyExists(err) != nil {
-				t.Fatalf("namespace %s: %v", o.GetName(), err)
+// checkPodMonitor: the PodMonitor selects the agent DaemonSet's pods and scrapes a port their
+// container names (9402, metrics).
+func checkPodMonitor(t *testing.T, objs []*unstructured.Unstructured) {
+	t.Helper()
+	var pm, ds *unstructured.Unstructured
+	for _, o := range objs {
+		switch {
+		case o.GetKind() == "PodMonitor":
+			pm = o
+		case o.GetKind() == "DaemonSet" && o.GetName() == "netpool-agent":
+			ds = o
+		}
+	}
+	if pm == nil || ds == nil {
+		t.Fatal("the full overlay lacks the PodMonitor or the agent DaemonSet")
+	}
+	sel, _, _ := unstructured.NestedStringMap(pm.Object, "spec", "selector", "matchLabels")
+	labels, _, _ := unstructured.NestedStringMap(ds.Object, "spec", "template", "metadata", "labels")
+	for k, v := range sel {
+		if labels[k] != v {
+			t.Errorf("PodMonitor selects %s=%s, the agent pods are labelled %v", k, v, labels)
+		}
+	}
+	containers, _, _ := unstructured.NestedSlice(ds.Object, "spec", "template", "spec", "containers")
+	eps, _, _ := unstructured.NestedSlice(pm.Object, "spec", "podMetricsEndpoints")
+	for _, e := range eps {
+		port := e.(map[string]any)["port"]
+		found := false
+		for _, c := range containers {
+			ports, _, _ := unstructured.NestedSlice(c.(map[string]any), "ports")
+			for _, p := range ports {
+				if p.(map[string]any)["name"] == port && p.(map[string]any)["containerPort"] == int64(9402) {
+					found = true
+				}
 			}
 		}
-		applied := 0
-		for _, o := range objs {
-			if o.GetKind() == "Namespace" || strings.HasSuffix(o.GetAPIVersion(), "monitoring.coreos.com/v1") && o.GetKind() == "ServiceMonitor" {
-				continue
-			}
-			err := env.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(o),
-				client.FieldOwner("netpool-kustomize-test"), client.ForceOwnership, client.DryRunAll)
-			if err != nil {
-				t.Errorf("deploy/%s: %s %s does not apply: %v", dir, o.GetKind(), o.GetName(), err)
-			}
-			applied++
+		if !found {
+			t.Errorf("PodMonitor scrapes port %v, which no agent container names as 9402", port)
 		}
-		if applied < 10 {
-			t.Errorf("deploy/%s: only %d objects applied", dir, applied)
-		}
+	}
+	if len(sel) == 0 || len(eps) == 0 {
+		t.Errorf("PodMonitor selects %v with endpoints %v", sel, eps)
 	}
 }

@@ -15,28 +15,38 @@ import (
 const modulePath = "github.com/netpool/netpool"
 
 var (
-	assetsOnce sync.Once
-	assetsDir  string
-	assetsErr  error
+	assetsMu   sync.Mutex
+	assetsDirs = map[string]string{}
 )
 
-// binaryAssets returns the directory that holds kube-apiserver and etcd, running
-// hack/envtest-binaries.sh once per test process: it returns at once when the binaries are cached,
-// and builds them (5-10 minutes) when they are not.
-func binaryAssets(root string) (string, error) {
-	assetsOnce.Do(func() { assetsDir, assetsErr = runBinariesScript(root) })
-	return assetsDir, assetsErr
+// binaryAssets returns the directory that holds kube-apiserver and etcd of the tools module
+// hack/<module> ("envtest", the version the tests run, or "envtest-minimum", the oldest
+// Kubernetes netpool supports), running hack/envtest-binaries.sh once per module and test
+// process: it returns at once when the binaries are cached, and builds them (5-10 minutes) when
+// they are not.
+func binaryAssets(root, module string) (string, error) {
+	assetsMu.Lock()
+	defer assetsMu.Unlock()
+	if dir, ok := assetsDirs[module]; ok {
+		return dir, nil
+	}
+	dir, err := runBinariesScript(root, module)
+	if err != nil {
+		return "", err
+	}
+	assetsDirs[module] = dir
+	return dir, nil
 }
 
-func runBinariesScript(root string) (string, error) {
+func runBinariesScript(root, module string) (string, error) {
 	script := filepath.Join(root, "hack", "envtest-binaries.sh")
-	cmd := exec.Command("bash", script)
+	cmd := exec.Command("bash", script, module)
 	cmd.Dir = root
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout = &stdout
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("failed to run %s: %w\n%s", script, err, stderr.Bytes())
+		return "", fmt.Errorf("failed to run %s %s: %w\n%s", script, module, err, stderr.Bytes())
 	}
 	dir := strings.TrimSpace(stdout.String())
 	if err := checkAssets(dir); err != nil {

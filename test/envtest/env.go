@@ -76,7 +76,7 @@ func Start(t testing.TB) *Env {
 	if err != nil {
 		t.Fatalf("finding the checkout: %v", err)
 	}
-	e, err := start(t.TempDir(), root, crdDir(root))
+	e, err := start(t.TempDir(), root, DefaultModule, crdDir(root))
 	if err != nil {
 		t.Fatalf("starting envtest: %v", err)
 	}
@@ -89,14 +89,44 @@ func Start(t testing.TB) *Env {
 	return e
 }
 
+// The tools modules under hack/ whose kube-apiserver and etcd Start and StartBare run.
+const (
+	// DefaultModule is the Kubernetes version the tests run (docs/envtest.md).
+	DefaultModule = "envtest"
+	// MinimumModule is the oldest Kubernetes netpool supports (README, docs/kubernetes-api.md).
+	MinimumModule = "envtest-minimum"
+)
+
+// StartBare starts the kube-apiserver and etcd of the tools module hack/<module> with nothing
+// installed: a cluster as an operator has it before netpool. t.Cleanup stops it.
+func StartBare(t testing.TB, module string) *Env {
+	t.Helper()
+	root, err := moduleRoot()
+	if err != nil {
+		t.Fatalf("finding the checkout: %v", err)
+	}
+	e, err := start(t.TempDir(), root, module, "")
+	if err != nil {
+		t.Fatalf("starting envtest (%s): %v", module, err)
+	}
+	t.Cleanup(func() {
+		if err := e.Stop(); err != nil {
+			t.Errorf("stopping envtest: %v", err)
+		}
+	})
+	t.Logf("envtest: kube-apiserver (%s) at %s started in %s", module, e.Config.Host, e.StartDuration.Round(time.Millisecond))
+	return e
+}
+
 // crdDir is where the checkout at root keeps the CRDs that Start installs.
 func crdDir(root string) string { return filepath.Join(root, "crds", "bases") }
 
 // start is Start without the testing.TB: dir holds etcd's data, the certificates and the admin
-// kubeconfig; crdDir is where the CRDs are read from. On failure nothing is left running.
-func start(dir, root, crdDir string) (*Env, error) {
+// kubeconfig; module names the binaries' tools module; crdDir is where the CRDs are read from
+// (none when empty). On failure nothing is left running.
+func start(dir, root, module, crdDir string) (*Env, error) {
 	began := time.Now()
-	assets, err := binaryAssets(root)
+	assets, err := binaryAssets(root, module)
 	if err != nil {
 		return nil, err
 	}
@@ -119,9 +149,10 @@ func start(dir, root, crdDir string) (*Env, error) {
 			Etcd:      &crenvtest.Etcd{Path: filepath.Join(assets, "etcd"), DataDir: etcdDir},
 		},
 		Scheme:                scheme,
-		CRDDirectoryPaths:     []string{crdDir},
-		ErrorIfCRDPathMissing: true,
 		BinaryAssetsDirectory: assets,
+	}
+	if crdDir != "" {
+		env.CRDDirectoryPaths, env.ErrorIfCRDPathMissing = []string{crdDir}, true
 	}
 	cfg, err := env.Start()
 	if err != nil {

@@ -139,7 +139,7 @@ func TestRunBinariesScript(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			root := t.TempDir()
 			writeFile(t, filepath.Join(root, "hack", "envtest-binaries.sh"), tt.script, 0o755)
-			got, err := runBinariesScript(root)
+			got, err := runBinariesScript(root, DefaultModule)
 			if tt.err != "" {
 				wantErr(t, err, tt.err)
 				return
@@ -180,7 +180,7 @@ spec:
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
-			e, err := start(dir, root, tt.crdDir)
+			e, err := start(dir, root, DefaultModule, tt.crdDir)
 			if err == nil {
 				_ = e.Stop() // the test fails below anyway; don't leave the control plane running
 				t.Fatalf("start with %s succeeded, want an error", tt.crdDir)

@@ -99,7 +99,7 @@ func startShared() (*Env, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("failed to create the shared envtest directory: %w", err)
 	}
-	e, err := start(dir, root, crdDir(root))
+	e, err := start(dir, root, DefaultModule, crdDir(root))
 	if err != nil {
 		return nil, "", errors.Join(err, os.RemoveAll(dir))
 	}

@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -9,27 +10,62 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 )
 
-// RenderDeploy builds the kustomization deploy/<dir> of the repository with the kustomize
-// library, as `kubectl apply -k` does, from a test package two levels below the root (test/<pkg>).
+// RenderDeploy builds the kustomization deploy/<dir> of the repository with the kustomize library,
+// as `kubectl apply -k` does, from a test package two levels below the root (test/<pkg>).
 func RenderDeploy(t testing.TB, dir string) []*unstructured.Unstructured {
 	t.Helper()
-	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
-	resMap, err := k.Run(filesys.MakeFsOnDisk(), filepath.Join("..", "..", "deploy", dir))
+	objs, err := BuildKustomization(filepath.Join("..", "..", "deploy", dir))
 	if err != nil {
 		t.Fatalf("kustomize build deploy/%s: %v", dir, err)
+	}
+	return objs
+}
+
+// LocalOverlay is the overlay the README's Kubernetes quick start (step 2) has an operator write,
+// for the image tag tag.
+func LocalOverlay(tag string) string {
+	return "resources: [../../base]\nimages: [{name: ghcr.io/netpool/netpool, newTag: \"" + tag + "\"}]\n"
+}
+
+// DeployWithLocal copies the repository's deploy/ into a temporary directory, writes
+// overlays/local/kustomization.yaml there with content, and returns the copy's path: the tree an
+// operator has after the quick start's step 2.
+func DeployWithLocal(t testing.TB, content string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "deploy")
+	if err := os.CopyFS(dir, os.DirFS(filepath.Join("..", "..", "deploy"))); err != nil {
+		t.Fatalf("copying deploy/: %v", err)
+	}
+	local := filepath.Join(dir, "overlays", "local")
+	_ = os.RemoveAll(local) // an overlay the developer wrote in the checkout is not the test's
+	if err := os.MkdirAll(local, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(local, "kustomization.yaml"), []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// BuildKustomization builds the kustomization at path with the kustomize library.
+func BuildKustomization(path string) ([]*unstructured.Unstructured, error) {
+	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
+	resMap, err := k.Run(filesys.MakeFsOnDisk(), path)
+	if err != nil {
+		return nil, err
 	}
 	var objs []*unstructured.Unstructured
 	for _, r := range resMap.Resources() {
 		// Through JSON: kustomize's maps hold Go ints, which unstructured's helpers refuse.
 		data, err := r.MarshalJSON()
 		if err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 		o := &unstructured.Unstructured{}
 		if err := o.UnmarshalJSON(data); err != nil {
-			t.Fatalf("deploy/%s: %v", dir, err)
+			return nil, err
 		}
 		objs = append(objs, o)
 	}
-	return objs
+	return objs, nil
 }
