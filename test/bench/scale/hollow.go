@@ -40,8 +40,9 @@ func newHollow(node string, cfg *rest.Config) *hollow {
 }
 
 // start makes a fresh agent (a restart starts from nothing, as a new agent process does) and
-// returns once its cache has synced. Its requests go through a new counter.
-func (h *hollow) start(ctx context.Context) error {
+// returns once its cache has synced, or fails after within (0: no bound), stopping it. Its
+// requests go through a new counter.
+func (h *hollow) start(ctx context.Context, within time.Duration) error {
 	cfg := rest.CopyConfig(h.cfg)
 	cfg.QPS, cfg.Burst = kubeclient.DefaultQPS, kubeclient.DefaultBurst
 	cfg.UserAgent = agent.UserAgent
@@ -56,7 +57,15 @@ func (h *hollow) start(ctx context.Context) error {
 	}
 	actx, cancel := context.WithCancel(ctx)
 	began := time.Now()
-	if err := a.Store().Start(actx); err != nil {
+	var late *time.Timer
+	if within > 0 {
+		late = time.AfterFunc(within, cancel) // Start returns once its context ends
+	}
+	err = a.Store().Start(actx)
+	if late != nil && !late.Stop() {
+		err = fmt.Errorf("not ready within %s", within)
+	}
+	if err != nil {
 		cancel()
 		return fmt.Errorf("agent of %s: %w", h.node, err)
 	}
@@ -116,9 +125,9 @@ func (h *hollow) call(ctx context.Context, verb, id string, stdin []byte) *agent
 		Netns: "/var/run/netns/" + id, Args: "K8S_POD_NAMESPACE=bench;K8S_POD_NAME=" + id, Stdin: stdin})
 }
 
-// startAll starts the agents, at most parallel at once (0: all at once), and returns the time
-// until the last was ready.
-func startAll(ctx context.Context, hs []*hollow, parallel int) (time.Duration, error) {
+// startAll starts the agents, at most parallel at once (0: all at once), each bounded by within,
+// and returns the time until the last was ready and how many were not.
+func startAll(ctx context.Context, hs []*hollow, parallel int, within time.Duration) (time.Duration, int, error) {
 	if parallel <= 0 {
 		parallel = len(hs)
 	}
@@ -126,13 +135,15 @@ func startAll(ctx context.Context, hs []*hollow, parallel int) (time.Duration, e
 	sem := make(chan struct{}, parallel)
 	var mu sync.Mutex
 	var first error
+	failed := 0
 	var wg sync.WaitGroup
 	for _, h := range hs {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			if err := h.start(ctx); err != nil {
+			if err := h.start(ctx, within); err != nil {
 				mu.Lock()
+				failed++
 				if first == nil {
 					first = err
 				}
@@ -141,7 +152,7 @@ func startAll(ctx context.Context, hs []*hollow, parallel int) (time.Duration, e
 		})
 	}
 	wg.Wait()
-	return time.Since(began), first
+	return time.Since(began), failed, first
 }
 
 // counts sums the counters of hs.

@@ -51,6 +51,7 @@ type options struct {
 	statusInterval time.Duration
 	raw            int
 	startParallel  int
+	stormTimeout   time.Duration
 	minAvailGiB    float64
 	realAgent      bool
 	heapProfile    string
@@ -75,7 +76,8 @@ func main() {
 	flag.DurationVar(&o.statusInterval, "pool-status-interval", time.Second, "the controller's --pool-status-interval")
 	flag.IntVar(&o.raw, "raw", 2000, "raw Creates of each baseline")
 	flag.IntVar(&o.startParallel, "start-parallel", 50, "agents starting at once when the cluster is brought up (the restart storm starts all at once)")
-	flag.Float64Var(&o.minAvailGiB, "min-available-gib", 6, "stop before starting more agents when the machine's available memory falls below this")
+	flag.DurationVar(&o.stormTimeout, "storm-timeout", 10*time.Minute, "how long each agent of the restart storm may take to be ready before it counts as failed")
+	flag.Float64Var(&o.minAvailGiB, "min-available-gib", 6, "end the run when the machine's available memory falls below this (and start no more agents than leave 4 GiB more for the rollout)")
 	flag.BoolVar(&o.realAgent, "real-agent", true, "also start one real netpool-agent process once the cluster is full, for its resident memory")
 	flag.StringVar(&o.heapProfile, "heap-profile", "", "write the bench's heap profile after the rollout to this file")
 	flag.StringVar(&o.apiProfile, "apiserver-profile", "", "write a 30 s CPU profile of the API server during the rollout to this file")

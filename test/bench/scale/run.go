@@ -23,6 +23,10 @@ import (
 // poolName is the IPPool every hollow node allocates from.
 const poolName = "scale"
 
+// rolloutHeadroomGiB is the memory left free for the rollout when agents are started: the API
+// server's watch cache and etcd grow with every reservation.
+const rolloutHeadroomGiB = 4.0
+
 // idleFor is how long the idle phase lasts.
 const idleFor = 10 * time.Second
 
@@ -45,7 +49,15 @@ type report struct {
 	final            snapshot
 }
 
-func run(ctx context.Context, o options) (*report, error) {
+func run(ctx context.Context, o options) (rep *report, err error) {
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	go guardMemory(ctx, stop, o.minAvailGiB)
+	defer func() {
+		if err != nil && ctx.Err() != nil {
+			err = fmt.Errorf("%w (%w)", err, context.Cause(ctx))
+		}
+	}()
 	c, err := startCluster(o)
 	if c != nil {
 		defer func() {
@@ -69,7 +81,7 @@ func run(ctx context.Context, o options) (*report, error) {
 	if err := c.startController(o.statusInterval); err != nil {
 		return nil, err
 	}
-	rep := &report{}
+	rep = &report{}
 	hs, err := nodes(ctx, c, o)
 	if err != nil {
 		return nil, err
@@ -77,9 +89,9 @@ func run(ctx context.Context, o options) (*report, error) {
 	rep.heapBase = liveHeap()
 	began := time.Now()
 	for i := 0; i < len(hs); i += o.startParallel {
-		if avail := memAvailable(); float64(avail) < o.minAvailGiB*(1<<30) {
-			rep.shortBy = fmt.Sprintf("%d of %d agents started: %.1f GiB available, the floor is %.1f GiB",
-				i, len(hs), float64(avail)/(1<<30), o.minAvailGiB)
+		if avail := memAvailable(); float64(avail) < (o.minAvailGiB+rolloutHeadroomGiB)*(1<<30) {
+			rep.shortBy = fmt.Sprintf("%d of %d agents started: %.1f GiB available, the floor is %.1f GiB and the rollout's %.0f GiB",
+				i, len(hs), float64(avail)/(1<<30), o.minAvailGiB, rolloutHeadroomGiB)
 			for _, h := range hs[i:] {
 				h.stop()
 			}
@@ -87,7 +99,7 @@ func run(ctx context.Context, o options) (*report, error) {
 			break
 		}
 		end := min(i+o.startParallel, len(hs))
-		if _, err := startAll(ctx, hs[i:end], 0); err != nil {
+		if _, _, err := startAll(ctx, hs[i:end], 0, 0); err != nil {
 			return rep, err
 		}
 	}
@@ -166,7 +178,7 @@ func run(ctx context.Context, o options) (*report, error) {
 		}
 		rep.phases = append(rep.phases, p)
 	}
-	if rep.storm, err = r.storm(ctx, s, hs); err != nil {
+	if rep.storm, err = r.storm(ctx, s, hs, o.stormTimeout); err != nil {
 		return rep, err
 	}
 	if rep.verdict, err = verify(ctx, c, r.ledger); err != nil {
@@ -266,4 +278,23 @@ func writeHeapProfile(path string) error {
 		return err
 	}
 	return f.Close()
+}
+
+// guardMemory ends the run when the machine's available memory falls below floorGiB: the machine
+// is shared, and a run that would take the others' memory stops instead (the tables then show how
+// far it got).
+func guardMemory(ctx context.Context, stop context.CancelCauseFunc, floorGiB float64) {
+	t := time.NewTicker(2 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if avail := memAvailable(); avail > 0 && float64(avail) < floorGiB*(1<<30) {
+				stop(fmt.Errorf("stopped: %.1f GiB of memory available, below %.1f GiB", float64(avail)/(1<<30), floorGiB))
+				return
+			}
+		}
+	}
 }

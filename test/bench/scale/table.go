@@ -123,6 +123,9 @@ func (r *report) misses(o options) []string {
 		}
 	}
 	if r.storm != nil {
+		if r.storm.failures > 0 {
+			out = append(out, fmt.Sprintf("restart storm: %d agents not ready within -storm-timeout", r.storm.failures))
+		}
 		if r.storm.ready > maxStormReady {
 			out = append(out, fmt.Sprintf("restart storm: ready after %s", r.storm.ready.Round(time.Millisecond)))
 		}
@@ -286,8 +289,11 @@ func label(labels, name string) string {
 }
 
 func (r *report) printStorm(w io.Writer, s *storm) {
-	fmt.Fprintf(w, "\n== %s: all ready in %s (each agent: p50 %s, p99 %s); load avg %.1f -> %.1f\n",
-		s.name, s.ready.Round(time.Millisecond), s.readyP50.Round(time.Millisecond), s.readyP99.Round(time.Millisecond), s.before.load1, s.after.load1)
+	fmt.Fprintf(w, "\n== %s: all ready in %s (each agent: p50 %s, p99 %s), %d not ready; load avg %.1f -> %.1f\n",
+		s.name, s.ready.Round(time.Millisecond), s.readyP50.Round(time.Millisecond), s.readyP99.Round(time.Millisecond), s.failures, s.before.load1, s.after.load1)
+	if s.firstFailure != "" {
+		fmt.Fprintln(w, "   first failure:", s.firstFailure)
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	n := float64(max(1, s.activeNodes))
 	var listed, initial int64

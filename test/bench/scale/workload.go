@@ -312,7 +312,7 @@ type storm struct {
 	wide map[string]int
 }
 
-func (r *runner) storm(ctx context.Context, s *sampler, hs []*hollow) (*storm, error) {
+func (r *runner) storm(ctx context.Context, s *sampler, hs []*hollow, within time.Duration) (*storm, error) {
 	st := &storm{phase: phase{name: fmt.Sprintf("restart storm: %d agents at once", len(hs))}}
 	for _, h := range hs {
 		h.stop()
@@ -323,8 +323,9 @@ func (r *runner) storm(ctx context.Context, s *sampler, hs []*hollow) (*storm, e
 		return st, err
 	}
 	began := time.Now()
-	if _, err := startAll(ctx, hs, 0); err != nil {
-		return st, err
+	_, st.failures, err = startAll(ctx, hs, 0, within)
+	if err != nil {
+		st.firstFailure = err.Error()
 	}
 	st.ready = time.Since(began)
 	st.wall = st.ready
@@ -336,6 +337,9 @@ func (r *runner) storm(ctx context.Context, s *sampler, hs []*hollow) (*storm, e
 	st.wide = map[string]int{}
 	for _, h := range hs {
 		st.active.Add(h.count.Snapshot())
+		if h.cancel == nil {
+			continue // not ready: stopped
+		}
 		readies = append(readies, h.ready)
 		for req, n := range h.wide() {
 			st.wide[req] += n
