@@ -14,6 +14,7 @@ import (
 	"io"
 	"maps"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 )
@@ -33,11 +34,14 @@ type Counts struct {
 	EventBytes map[string]int64
 	// Bookmarks are the bookmarks received, by resource.
 	Bookmarks map[string]int
+	// Failures are the requests (watches included) that got no answer or an error status, by
+	// "VERB resource status" (the HTTP status code, or "no answer").
+	Failures map[string]int
 }
 
 func newCounts() Counts {
 	return Counts{Requests: map[string]int{}, Watches: map[string]int{}, ListBytes: map[string]int64{}, Events: map[string]int{},
-		EventBytes: map[string]int64{}, Bookmarks: map[string]int{}}
+		EventBytes: map[string]int64{}, Bookmarks: map[string]int{}, Failures: map[string]int{}}
 }
 
 // Sub returns c minus o, key by key.
@@ -61,6 +65,9 @@ func (c Counts) Sub(o Counts) Counts {
 	for k, v := range c.Bookmarks {
 		out.Bookmarks[k] = v - o.Bookmarks[k]
 	}
+	for k, v := range c.Failures {
+		out.Failures[k] = v - o.Failures[k]
+	}
 	return out
 }
 
@@ -83,6 +90,9 @@ func (c Counts) Add(o Counts) {
 	}
 	for k, v := range o.Bookmarks {
 		c.Bookmarks[k] += v
+	}
+	for k, v := range o.Failures {
+		c.Failures[k] += v
 	}
 }
 
@@ -130,7 +140,7 @@ func (k *Counter) Snapshot() Counts {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return Counts{Requests: maps.Clone(k.c.Requests), Watches: maps.Clone(k.c.Watches), ListBytes: maps.Clone(k.c.ListBytes), Events: maps.Clone(k.c.Events),
-		EventBytes: maps.Clone(k.c.EventBytes), Bookmarks: maps.Clone(k.c.Bookmarks)}
+		EventBytes: maps.Clone(k.c.EventBytes), Bookmarks: maps.Clone(k.c.Bookmarks), Failures: maps.Clone(k.c.Failures)}
 }
 
 // Wrap is a rest.Config transport wrapper that counts through k.
@@ -145,6 +155,15 @@ func (k *Counter) Wrap(rt http.RoundTripper) http.RoundTripper {
 		}
 		k.mu.Unlock()
 		resp, err := rt.RoundTrip(r)
+		if err != nil || resp.StatusCode >= http.StatusBadRequest {
+			status := "no answer"
+			if err == nil {
+				status = strconv.Itoa(resp.StatusCode)
+			}
+			k.mu.Lock()
+			k.c.Failures[verb+" "+resource+" "+status]++
+			k.mu.Unlock()
+		}
 		if err != nil || resp.StatusCode != http.StatusOK {
 			return resp, err
 		}

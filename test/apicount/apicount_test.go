@@ -108,3 +108,28 @@ func TestCountsArithmetic(t *testing.T) {
 		t.Errorf("after Add: POST %d, all %d, events %d", a.TotalRequests("POST"), a.TotalRequests(), a.TotalEvents())
 	}
 }
+
+func TestFailures(t *testing.T) {
+	k := New()
+	calls := 0
+	rt := k.Wrap(roundTripper(func(r *http.Request) (*http.Response, error) {
+		calls++
+		switch calls {
+		case 1:
+			return &http.Response{StatusCode: http.StatusConflict, Body: io.NopCloser(strings.NewReader("{}"))}, nil
+		case 2:
+			return nil, io.ErrUnexpectedEOF
+		}
+		return &http.Response{StatusCode: http.StatusCreated, Body: io.NopCloser(strings.NewReader("{}"))}, nil
+	}))
+	for range 3 {
+		resp, err := rt.RoundTrip(httptest.NewRequest("POST", "/apis/g/v1/things", nil))
+		if err == nil {
+			_ = resp.Body.Close()
+		}
+	}
+	c := k.Snapshot()
+	if c.Failures["POST things 409"] != 1 || c.Failures["POST things no answer"] != 1 || len(c.Failures) != 2 || c.Requests["POST things"] != 3 {
+		t.Errorf("failures %v, requests %v", c.Failures, c.Requests)
+	}
+}

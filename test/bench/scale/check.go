@@ -22,6 +22,7 @@ type verdict struct {
 	duplicates   []string // addresses held twice, or given to two live attachments
 	lost         []string // live attachments without their reservation
 	extra        []string // reservations of no live attachment
+	unsure       int      // reservations of attachments whose DEL never succeeded
 }
 
 // verify lists every reservation of the pool (paged) and compares it with what the runtime holds:
@@ -50,6 +51,8 @@ func verify(ctx context.Context, c *cluster, l *ledger) (*verdict, error) {
 			seen[r.Spec.ContainerID] = true
 			at, live := l.live[r.Spec.ContainerID]
 			switch {
+			case !live && l.unsure[r.Spec.ContainerID]:
+				v.unsure++
 			case !live:
 				v.extra = append(v.extra, r.Name)
 			case at.addr != a || at.node != r.Spec.Node:

@@ -104,6 +104,9 @@ func (r *report) misses(o options) []string {
 		if p.failures > 0 {
 			out = append(out, fmt.Sprintf("%s: %d failures", p.name, p.failures))
 		}
+		if p.stuck > 0 {
+			out = append(out, fmt.Sprintf("%s: %d attachments whose DEL never succeeded", p.name, p.stuck))
+		}
 		if n := p.otherEvents(); n > maxOtherEvents {
 			out = append(out, fmt.Sprintf("%s: %d events of other nodes' reservations or slices at idle nodes", p.name, n))
 		}
@@ -176,7 +179,8 @@ func (r *report) print(w io.Writer, o options) {
 		r.printStorm(w, s)
 	}
 	if v := r.verdict; v != nil {
-		fmt.Fprintf(w, "\nfinal LIST: %d reservations; %d duplicates, %d lost, %d left over\n", v.reservations, len(v.duplicates), len(v.lost), len(v.extra))
+		fmt.Fprintf(w, "\nfinal LIST: %d reservations; %d duplicates, %d lost, %d left over (%d of attachments whose DEL never succeeded)\n",
+			v.reservations, len(v.duplicates), len(v.lost), len(v.extra), v.unsure)
 		for _, d := range first(v.duplicates, 5) {
 			fmt.Fprintln(w, "  duplicate:", d)
 		}
@@ -215,6 +219,7 @@ func (r *report) printPhase(w io.Writer, p *phase) {
 		p.name, p.adds, p.dels, p.failures, p.wall.Round(time.Millisecond), float64(p.adds+p.dels)/p.wall.Seconds(), p.before.load1, p.after.load1)
 	if p.firstFailure != "" {
 		fmt.Fprintln(w, "   first failure:", p.firstFailure)
+		fmt.Fprintf(w, "   each failed call's attachment DELed afterwards as a runtime does: %d settled, %d never\n", p.settled, p.stuck)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "ADD latency p50 / p99 / max\t%s / %s / %s\n", ms(percentile(p.lat, 0.5)), ms(percentile(p.lat, 0.99)), ms(percentile(p.lat, 1)))
@@ -238,6 +243,9 @@ func (r *report) printPhase(w io.Writer, p *phase) {
 	sent := p.after.api.sum("apiserver_watch_events_total") - p.before.api.sum("apiserver_watch_events_total")
 	sentBytes := p.after.api.sum("apiserver_watch_events_sizes_sum") - p.before.api.sum("apiserver_watch_events_sizes_sum")
 	fmt.Fprintf(tw, "watch events the apiserver sent\t%.0f (%.1f per call, %.1f MiB)\n", sent, sent/float64(calls), sentBytes/(1<<20))
+	if f := describe(p.active.Failures, 1); f != "none" {
+		fmt.Fprintf(tw, "agent requests without success (busy nodes)\t%s\n", f)
+	}
 	r.printEvents(tw, "busy node", p.active, p.activeNodes, p.adds+p.dels)
 	r.printEvents(tw, "idle node", p.idle, p.idleNodes, p.adds+p.dels)
 	fmt.Fprintf(tw, "apiserver / etcd RSS after\t%.0f / %.0f MiB\n", mib(p.after.apiserver.rss), mib(p.after.etcd.rss))
@@ -307,6 +315,7 @@ func (r *report) printStorm(w io.Writer, s *storm) {
 		kib(float64(listed)/n), kib(float64(initial)/n), describe(s.active.EventBytes, n))
 	fmt.Fprintf(tw, "requests per agent\t%s; watches %s\n", describe(s.active.Requests, n), describe(s.active.Watches, n))
 	fmt.Fprintf(tw, "whole collections listed or watched (IPPools aside)\t%s\n", describe(s.wide, 1))
+	fmt.Fprintf(tw, "agent requests without success\t%s\n", describe(s.active.Failures, 1))
 	fmt.Fprintf(tw, "apiserver + etcd CPU\t%.1f s (apiserver %.1f, etcd %.1f); apiserver RSS %.0f MiB\n", cpuOf(s.before, s.after).Seconds(),
 		(s.after.apiserver.cpu - s.before.apiserver.cpu).Seconds(), (s.after.etcd.cpu - s.before.etcd.cpu).Seconds(), mib(s.after.apiserver.rss))
 	_ = tw.Flush()

@@ -28,6 +28,8 @@ type ledger struct {
 	// given counts results that handed out an address some other live attachment held.
 	given map[netip.Addr]string
 	dups  []string
+	// unsure are attachments whose DEL never succeeded: their reservation may or may not exist.
+	unsure map[string]bool
 }
 
 type attachment struct {
@@ -36,7 +38,7 @@ type attachment struct {
 }
 
 func newLedger() *ledger {
-	return &ledger{live: map[string]attachment{}, byNode: map[string][]string{}, given: map[netip.Addr]string{}}
+	return &ledger{live: map[string]attachment{}, byNode: map[string][]string{}, given: map[netip.Addr]string{}, unsure: map[string]bool{}}
 }
 
 func (l *ledger) added(node, id string, a netip.Addr) {
@@ -62,6 +64,14 @@ func (l *ledger) deleted(id string) {
 		delete(l.given, at.addr)
 	}
 	l.byNode[at.node] = slices.DeleteFunc(l.byNode[at.node], func(x string) bool { return x == id })
+}
+
+// unknown records that id's state is unknown: its DEL never succeeded.
+func (l *ledger) unknown(id string) {
+	l.deleted(id)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.unsure[id] = true
 }
 
 func (l *ledger) has(id string) bool {
@@ -90,11 +100,16 @@ type phase struct {
 	failures int
 	// firstFailure is the first failure's message.
 	firstFailure string
-	lat          []time.Duration // of the ADDs
-	delLat       []time.Duration
-	wall         time.Duration
-	before       snapshot
-	after        snapshot
+	// unsettled are the calls that failed: the runtime DELs each attachment whose ADD or DEL
+	// failed until a DEL succeeds (settle does, after the phase's measurement).
+	unsettled []op
+	// settled counts them once DELed; stuck those whose DEL never succeeded.
+	settled, stuck int
+	lat            []time.Duration // of the ADDs
+	delLat         []time.Duration
+	wall           time.Duration
+	before         snapshot
+	after          snapshot
 	// active and idle sum the counters of the nodes that did work in the phase, and of the others.
 	active, idle           apicount.Counts
 	activeNodes, idleNodes int
@@ -153,6 +168,7 @@ func (r *runner) run(ctx context.Context, p *phase, ops []op, parallel int, rate
 			defer mu.Unlock()
 			if resp.Error != nil {
 				p.failures++
+				p.unsettled = append(p.unsettled, o)
 				if p.firstFailure == "" {
 					p.firstFailure = fmt.Sprintf("%s %s on %s: code %d: %s", o.verb, o.id, o.h.node, resp.Error.Code, resp.Error.Msg)
 				}
@@ -163,6 +179,7 @@ func (r *runner) run(ctx context.Context, p *phase, ops []op, parallel int, rate
 				a, err := firstAddress(resp.Stdout)
 				if err != nil {
 					p.failures++
+					p.unsettled = append(p.unsettled, o)
 					if p.firstFailure == "" {
 						p.firstFailure = fmt.Sprintf("ADD %s: %v", o.id, err)
 					}
@@ -180,6 +197,33 @@ func (r *runner) run(ctx context.Context, p *phase, ops []op, parallel int, rate
 	}
 	wg.Wait()
 	p.wall = time.Since(began)
+}
+
+// settle DELs the attachment of each failed call of p, as the runtime does (CNI: a failed ADD is
+// followed by DEL, and a failed DEL is repeated), until the DEL succeeds or tries run out.
+func (r *runner) settle(ctx context.Context, p *phase) {
+	const tries = 30
+	for _, o := range p.unsettled {
+		ok := false
+		for range tries {
+			if resp := o.h.call(ctx, agentproto.VerbDel, o.id, r.stdin); resp.Error == nil {
+				ok = true
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Second):
+			}
+		}
+		if ok {
+			p.settled++
+			r.ledger.deleted(o.id)
+		} else {
+			p.stuck++
+			r.ledger.unknown(o.id)
+		}
+	}
 }
 
 // firstAddress is the first address of an ADD result.
@@ -248,6 +292,7 @@ func (r *runner) density(ctx context.Context, s *sampler, hs []*hollow, perNode 
 	if err != nil {
 		return p, err
 	}
+	r.settle(ctx, p)
 	var dels []op
 	for _, o := range ops {
 		if r.ledger.has(o.id) {
@@ -276,6 +321,7 @@ func (r *runner) rollout(ctx context.Context, s *sampler, hs []*hollow, perNode,
 		r.run(ctx, p, ops, parallel, rate)
 		return nil
 	})
+	r.settle(ctx, p)
 	return p, err
 }
 
@@ -298,6 +344,7 @@ func (r *runner) churn(ctx context.Context, s *sampler, hs []*hollow, pairs floa
 		r.run(ctx, p, ops, parallel, 2*pairs)
 		return nil
 	})
+	r.settle(ctx, p)
 	return p, err
 }
 
