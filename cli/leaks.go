@@ -42,7 +42,7 @@ type leak struct {
 	Interface   string    `json:"interface"`
 	Created     time.Time `json:"created"`
 	// Reason is one of the gcpolicy reasons: PodDeleted, PodReplaced, PodFinished,
-	// NotInNetworkStatus.
+	// NotInNetworkStatus, NodeDeleted, OwnerDeleted, OwnerScaledDown, Superseded.
 	Reason string `json:"reason"`
 	Detail string `json:"detail"`
 }
@@ -67,7 +67,9 @@ A reservation counts as leaked when it is older than --grace and its pod was del
 (PodDeleted), replaced by a pod of the same name with another UID (PodReplaced), has
 Succeeded or Failed (PodFinished), or runs while its network-status no longer lists the
 address (NotInNetworkStatus); an address an IPAMClaim or a sticky StatefulSet owns counts only when that owner is
-gone (OwnerDeleted) or, for a StatefulSet, no longer reaches its ordinal (OwnerScaledDown); and, by the node reclaim's rule, one whose node no longer exists
+gone (OwnerDeleted) or, for a StatefulSet, no longer reaches its ordinal (OwnerScaledDown), and no pod is bound to
+it any more, or when no pod is bound to it and its owner's pod is bound to another of its addresses in the pool
+(Superseded); and, by the node reclaim's rule, one whose node no longer exists
 (NodeDeleted; not an EgressRouter's or a claim's address, nor one whose pod runs on another
 node). A reservation without a pod identity or an owner is never listed. leaks changes
 nothing; release an address with netpoolctl release.
@@ -250,6 +252,11 @@ func (s podSnapshot) Get(ctx context.Context, key client.ObjectKey, obj client.O
 	return nil
 }
 
-func (s podSnapshot) List(context.Context, client.ObjectList, ...client.ListOption) error {
-	return errors.New("the pod snapshot answers Get only")
+// List answers from the cluster, except for pods: the policy lists a persistent owner's
+// reservations, never pods.
+func (s podSnapshot) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	if _, ok := list.(*corev1.PodList); ok {
+		return errors.New("the pod snapshot answers Get only")
+	}
+	return s.live.List(ctx, list, opts...)
 }

@@ -38,6 +38,8 @@ It refuses while the owner is alive, unless --force. In a cluster "alive" is the
 leak policy (the code of its GC): a reservation is released only if the policy gives a reason
 (its pod is gone, was replaced, has finished, or runs without listing the address); one younger
 than the GC grace period, one naming no pod, and one whose pod runs and lists it are alive. An
+address of an IPAMClaim or a sticky StatefulSet is alive while its owner exists, and after that
+while a pod is still bound to it (a StatefulSet scaled down whose pod still runs). An
 embedded store (--db) has no pod API to ask, so every owner there counts as alive: release with
 --db always needs --force, after checking that the container is gone.
 

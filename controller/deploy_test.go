@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -165,8 +166,11 @@ func wantForbidden(t *testing.T, sa client.Client) {
 	attempts := map[string]func() error{
 		"read secrets": func() error { return sa.List(ctx, &corev1.SecretList{}) },
 		"delete pods":  func() error { return sa.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace("default")) },
-		"update reservations": func() error {
-			return sa.Update(ctx, &ipamv1.OverlappingRangeIPReservation{ObjectMeta: metav1.ObjectMeta{Name: "10.60.0.9"}})
+		// Updating reservations is granted: the GC removes the users whose pods are gone from
+		// persistently owned ones (gcpolicy.Prune), by an update conditional on what it read.
+		"patch reservations": func() error {
+			return sa.Patch(ctx, &ipamv1.OverlappingRangeIPReservation{ObjectMeta: metav1.ObjectMeta{Name: "10.60.0.9"}},
+				client.RawPatch(types.MergePatchType, []byte(`{"spec":{"node":"node-x"}}`)))
 		},
 		"delete services": func() error { return sa.DeleteAllOf(ctx, &corev1.Service{}, client.InNamespace("default")) },
 		"update egress routers": func() error {

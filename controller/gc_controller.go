@@ -77,7 +77,7 @@ func (r *gcReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return b.Complete(r)
 }
 
-// +kubebuilder:rbac:groups=ipam.netpool.io,resources=overlappingrangeipreservations,verbs=get;list;watch;delete
+// +kubebuilder:rbac:groups=ipam.netpool.io,resources=overlappingrangeipreservations,verbs=get;list;watch;delete;update
 // +kubebuilder:rbac:groups=ipam.netpool.io,resources=ippools,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 // +kubebuilder:rbac:groups=k8s.cni.cncf.io,resources=ipamclaims,verbs=get;list;watch
@@ -105,28 +105,52 @@ func (r *gcReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 		return ctrl.Result{}, err
 	}
 	v := gcpolicy.Judge(res, facts, r.Now.now(), r.Grace)
-	if v.Reason == "" {
+	if v.Reason == "" && len(gcpolicy.StaleUsers(res, facts)) == 0 {
 		return r.keep(ctx, res, v), nil
+	}
+	// The API server has the last word: the reservation as it is now (a pod may have been bound to
+	// it since the cache saw it), and its owner's and pods' facts.
+	if err := r.Live.Get(ctx, req.NamespacedName, res); err != nil {
+		if apierrors.IsNotFound(err) {
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, fmt.Errorf("failed to get reservation %s: %w", req.Name, err)
+	}
+	if !gcpolicy.Judgeable(res) {
+		return ctrl.Result{}, nil
 	}
 	if facts, err = gcpolicy.Read(ctx, r.Live, res); err != nil {
 		return ctrl.Result{}, err
 	}
-	if v = gcpolicy.Judge(res, facts, r.Now.now(), r.Grace); v.Reason == "" {
-		return r.keep(ctx, res, v), nil
+	if v = gcpolicy.Judge(res, facts, r.Now.now(), r.Grace); v.Reason != "" {
+		return ctrl.Result{}, r.Release.release(ctx, res, v.Reason, v.Detail, facts.Pod)
 	}
-	return ctrl.Result{}, r.Release.release(ctx, res, v.Reason, v.Detail, facts.Pod)
+	if stale := gcpolicy.StaleUsers(res, facts); len(stale) > 0 {
+		// The judgement already counted them as unbound, so removing them changes no verdict; a
+		// reservation changed since it was read is left for its next judgement.
+		if _, err := r.Release.prune(ctx, res, stale); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	return r.keep(ctx, res, v), nil
 }
 
 // keep ends the reconcile of a reservation that stays.
 func (r *gcReconciler) keep(ctx context.Context, res *ipamv1.OverlappingRangeIPReservation, v gcpolicy.Verdict) ctrl.Result {
-	if v.Detail != "" {
+	switch {
+	case v.Detail != "":
 		logf.FromContext(ctx).Info("Keeping a reservation whose pod cannot be judged", "reservation", res.Name,
 			"podRef", res.Spec.PodRef, "detail", v.Detail)
+	case v.Bound != "":
+		// Its pods' DEL or deletion comes as a pod event; the sweep covers a lost one.
+		logf.FromContext(ctx).V(1).Info("Keeping a reservation whose owner is gone while pods are bound to it", "reservation", res.Name,
+			"address", res.Spec.Address, "bound", v.Bound)
 	}
 	return ctrl.Result{RequeueAfter: v.Recheck}
 }
 
-// reservationsOfPod maps a pod event to the reservations made for a pod of that name.
+// reservationsOfPod maps a pod event to the reservations that name a pod of that name: as holder,
+// or as a user of a persistently owned address.
 func (r *gcReconciler) reservationsOfPod(ctx context.Context, obj client.Object) []reconcile.Request {
 	var list ipamv1.OverlappingRangeIPReservationList
 	ref := obj.GetNamespace() + "/" + obj.GetName()

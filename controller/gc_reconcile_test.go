@@ -49,10 +49,13 @@ func TestGCReconcile(t *testing.T) {
 			wantResult: ctrl.Result{RequeueAfter: 50 * time.Second}},
 		{name: "the cached pod cannot be read", cache: []client.Object{newRes(time.Hour)}, cacheFuncs: failGet("Pod"),
 			wantErr: "failed to get pod ns/web: injected failure"},
-		{name: "the cache lags: the API server has the pod", cache: []client.Object{newRes(time.Hour)}, live: []client.Object{pod.DeepCopy()}},
-		{name: "the API server cannot be read", cache: []client.Object{newRes(time.Hour)}, liveFuncs: failGet("Pod"),
+		{name: "the cache lags: the API server has the pod", cache: []client.Object{newRes(time.Hour)}, live: []client.Object{newRes(time.Hour), pod.DeepCopy()}},
+		{name: "the API server cannot be read", cache: []client.Object{newRes(time.Hour)}, live: []client.Object{newRes(time.Hour)}, liveFuncs: failGet("Pod"),
 			wantErr: "failed to get pod ns/web: injected failure"},
-		{name: "both agree the pod is gone", cache: []client.Object{newRes(time.Hour)}, wantGone: true},
+		{name: "the reservation cannot be read from the API server", cache: []client.Object{newRes(time.Hour)}, liveFuncs: failGet("OverlappingRangeIPReservation"),
+			wantErr: "failed to get reservation p.10.0.0.5: injected failure"},
+		{name: "the API server has released it already", cache: []client.Object{newRes(time.Hour)}},
+		{name: "both agree the pod is gone", cache: []client.Object{newRes(time.Hour)}, live: []client.Object{newRes(time.Hour)}, wantGone: true},
 		{name: "no pod identity", cache: []client.Object{aged(clk, newReservation("p", "10.0.0.5", nil, "n"), time.Hour)}},
 	}
 	for _, tt := range tests {

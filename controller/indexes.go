@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -15,8 +16,10 @@ import (
 // Cache field indexes. Each lets a reconciler find the few objects related to one event without
 // reading every object of the kind.
 const (
-	// reservationPodField indexes reservations by spec.podRef ("namespace/name"): a pod event
-	// finds the reservations of that pod.
+	// reservationPodField indexes reservations by the pods they name ("namespace/name"): spec.podRef
+	// and, for a persistently owned address, each user's podRef. A pod event finds the
+	// reservations of that pod, including one whose holder has moved on (a finished migration's
+	// source, whose user the GC removes once the pod is gone).
 	reservationPodField = "spec.podRef"
 	// reservationNodeField indexes reservations by spec.node: a deleted node's reservations.
 	reservationNodeField = "spec.node"
@@ -90,10 +93,19 @@ func setupIndexes(ctx context.Context, idx indexer, indexes []fieldIndex) error 
 
 func reservationPod(obj client.Object) []string {
 	r, ok := obj.(*ipamv1.OverlappingRangeIPReservation)
-	if !ok || r.Spec.PodRef == "" {
+	if !ok {
 		return nil
 	}
-	return []string{r.Spec.PodRef}
+	var refs []string
+	if r.Spec.PodRef != "" {
+		refs = append(refs, r.Spec.PodRef)
+	}
+	for _, u := range r.Spec.Users {
+		if u.PodRef != "" && !slices.Contains(refs, u.PodRef) {
+			refs = append(refs, u.PodRef)
+		}
+	}
+	return refs
 }
 
 func reservationNode(obj client.Object) []string {

@@ -21,6 +21,10 @@ func TestIndexFunctions(t *testing.T) {
 	pool := &ipamv1.IPPool{Spec: ipamv1.IPPoolSpec{NetworkName: "blue"}}
 	claimed := newReservation("p", "10.0.0.6", pod, "node-a")
 	claimed.Spec.Owner = &ipamv1.ReservationOwner{Kind: ipamv1.OwnerIPAMClaim, Namespace: "vms", Name: "vm-a.net1"}
+	migrated := claimed.DeepCopy()
+	migrated.Spec.PodRef = "vms/launcher-2"
+	migrated.Spec.Users = []ipamv1.ReservationUser{{ContainerID: "a", IfName: "net1", PodRef: "vms/launcher-1", Node: "node-a"},
+		{ContainerID: "b", IfName: "net1", PodRef: "vms/launcher-2", Node: "node-b"}, {ContainerID: "c", IfName: "net1", Node: "node-c"}}
 	nad := func(ipam string) *nadv1.NetworkAttachmentDefinition { return testNAD(conflist(ipam)) }
 	tests := []struct {
 		name    string
@@ -30,6 +34,7 @@ func TestIndexFunctions(t *testing.T) {
 	}{
 		{"reservation by pod", reservationPod, res, "ns/web"},
 		{"reservation without pod", reservationPod, newReservation("p", "10.0.0.5", nil, "n"), ""},
+		{"reservation by its holder's and users' pods", reservationPod, migrated, "vms/launcher-2 vms/launcher-1"},
 		{"reservation by node", reservationNode, res, "node-a"},
 		{"reservation without node", reservationNode, newReservation("p", "10.0.0.5", nil, ""), ""},
 		{"reservation by node and pool", reservationNodePool, res, "node-a/p"},

@@ -22,6 +22,9 @@ type Metrics struct {
 	SlicesReturned *prometheus.CounterVec
 	// Sweeps counts the periodic sweeps that queued every reservation.
 	Sweeps prometheus.Counter
+	// UsersRemoved counts the users whose pods were gone that the GC removed from persistently
+	// owned reservations (a finished migration's source).
+	UsersRemoved prometheus.Counter
 }
 
 // NewMetrics creates the metrics and registers them with reg.
@@ -51,9 +54,13 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "netpool_gc_sweeps_total",
 			Help: "Periodic sweeps that queued every reservation for GC.",
 		}),
+		UsersRemoved: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "netpool_gc_users_removed_total",
+			Help: "Users whose pods were gone that the GC removed from persistently owned reservations.",
+		}),
 	}
 	var errs []error
-	for _, c := range []prometheus.Collector{m.PoolCapacity, m.PoolAllocated, m.PoolFree, m.Releases, m.SlicesReturned, m.Sweeps} {
+	for _, c := range []prometheus.Collector{m.PoolCapacity, m.PoolAllocated, m.PoolFree, m.Releases, m.SlicesReturned, m.Sweeps, m.UsersRemoved} {
 		if err := reg.Register(c); err != nil {
 			errs = append(errs, err)
 		}

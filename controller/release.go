@@ -59,6 +59,29 @@ func (rl *releaser) release(ctx context.Context, r *ipamv1.OverlappingRangeIPRes
 	return nil
 }
 
+// prune removes stale users, whose pods are gone, from r, a persistently owned reservation read
+// live (gcpolicy.Prune: an update conditional on what was read). A dry run reports them once and
+// changes nothing. It reports whether r changed.
+func (rl *releaser) prune(ctx context.Context, r *ipamv1.OverlappingRangeIPReservation, stale []gcpolicy.StaleUser) (bool, error) {
+	why := make([]string, len(stale))
+	for i, s := range stale {
+		why[i] = s.User.ContainerID + "/" + s.User.IfName + " on node " + s.User.Node + ": " + s.Why
+	}
+	log := logf.FromContext(ctx).WithValues("reservation", r.Name, "address", r.Spec.Address, "users", why)
+	if rl.dryRun {
+		if rl.firstReport(types.UID(string(r.UID) + "/" + r.ResourceVersion)) {
+			log.Info("Found users whose pods are gone, keeping them (dry run)")
+		}
+		return false, nil
+	}
+	pruned, err := gcpolicy.Prune(ctx, rl.client, r, stale)
+	if err == nil && pruned {
+		rl.metrics.UsersRemoved.Add(float64(len(stale)))
+		log.Info("Removed the users whose pods are gone from a persistently owned reservation")
+	}
+	return pruned, err
+}
+
 // returnSlice gives slice s back to its pool for reason (detail says why): the delete is
 // conditional on its UID, so a block claimed anew under the same name is never touched. The Event
 // goes to the pool, else to the slice.

@@ -114,10 +114,13 @@ func PoolKey(networkName string, subnet netip.Prefix) string {
 }
 
 type wireNet struct {
-	CNIVersion    string          `json:"cniVersion"`
-	Name          string          `json:"name"`
-	IPAM          json.RawMessage `json:"ipam"`
-	RuntimeConfig struct {
+	CNIVersion string          `json:"cniVersion"`
+	Name       string          `json:"name"`
+	IPAM       json.RawMessage `json:"ipam"`
+	// AllowPersistentIPs at the network config's top level is where OVN-Kubernetes and KubeVirt's
+	// ipam-extensions read it (the main plugin passes its whole config to the IPAM plugin).
+	AllowPersistentIPs *bool `json:"allowPersistentIPs"`
+	RuntimeConfig      struct {
 		IPs []string `json:"ips"`
 	} `json:"runtimeConfig"`
 	Args struct {
@@ -252,11 +255,8 @@ func Load(stdin []byte, cniArgs string, readFlat FlatReader) (*Config, error) {
 	if err := c.setStatefulSets(&w); err != nil {
 		return nil, err
 	}
-	if w.AllowPersistentIPs != nil && *w.AllowPersistentIPs {
-		if c.Datastore != DatastoreKubernetes {
-			return nil, configErr("allowPersistentIPs", "true", "needs datastore %q: IPAMClaims live in the Kubernetes API", DatastoreKubernetes)
-		}
-		c.AllowPersistentIPs = true
+	if err := c.setAllowPersistentIPs(n.AllowPersistentIPs, w.AllowPersistentIPs); err != nil {
+		return nil, err
 	}
 	args, err := ParseCNIArgs(cniArgs)
 	if err != nil {

@@ -39,7 +39,7 @@ func FromNetworkConfig(raw []byte) ([]Section, error) {
 		switch v := v.(type) {
 		case map[string]any:
 			if section, ok := v["ipam"].(map[string]any); ok && section["type"] == PluginType {
-				c, err := loadSection(version, name, section)
+				c, err := loadSection(version, name, v["allowPersistentIPs"], section)
 				if err != nil {
 					return fmt.Errorf("%s: %w", join(path, "ipam"), err)
 				}
@@ -72,8 +72,14 @@ func FromNetworkConfig(raw []byte) ([]Section, error) {
 	return found, nil
 }
 
-func loadSection(version, name string, section map[string]any) (*Config, error) {
-	conf, err := json.Marshal(map[string]any{"cniVersion": version, "name": name, "ipam": section})
+// loadSection loads one section as the plugin sees it: the plugin's config around it passes its
+// allowPersistentIPs (top, nil when unset) along, as a plugin passes its whole config to IPAM.
+func loadSection(version, name string, top any, section map[string]any) (*Config, error) {
+	doc := map[string]any{"cniVersion": version, "name": name, "ipam": section}
+	if top != nil {
+		doc["allowPersistentIPs"] = top
+	}
+	conf, err := json.Marshal(doc)
 	if err != nil {
 		return nil, configErr("ipam", "", "%v", err)
 	}

@@ -52,6 +52,8 @@ func FuzzFromNetworkConfig(f *testing.F) {
 	f.Add([]byte(`{"cniVersion":"1.0.0","name":"a","plugins":[{"type":"bridge","ipam":{"type":"netpool","range":"10.0.0.0/24"}}]}`))
 	f.Add([]byte(`{"delegates":[{"ipam":{"type":"netpool","ipRanges":[{"range":"fd00::/64"}]}}]}`))
 	f.Add([]byte(`{"ipam":{"type":"netpool"}}`))
+	f.Add([]byte(`{"name":"a","type":"bridge","allowPersistentIPs":true,"ipam":{"type":"netpool","datastore":"kubernetes","range":"10.0.0.0/24"}}`))
+	f.Add([]byte(`{"plugins":[{"allowPersistentIPs":"x","ipam":{"type":"netpool","range":"10.0.0.0/24"}}]}`))
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		got, err := FromNetworkConfig(raw)
 		if err != nil && !errors.Is(err, ErrInvalidConfig) {

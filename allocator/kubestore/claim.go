@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/netpool/netpool/allocator"
@@ -88,6 +89,10 @@ func (s *Store) resolveClaim(ctx context.Context, c *ipam.Config, owner allocato
 	if !found || el.ClaimRef == "" {
 		return nil, nil
 	}
+	if msgs := validation.IsDNS1123Subdomain(el.ClaimRef); len(msgs) > 0 {
+		return nil, fmt.Errorf("%w: interface %s of pod %s references IPAMClaim %q, which is not a valid object name: %s (a claim is read from the pod's own namespace)",
+			allocator.ErrPersistentOwnerInvalid, owner.IfName, podKey, truncate(el.ClaimRef, 64), strings.Join(msgs, "; "))
+	}
 	ref := client.ObjectKey{Namespace: c.Pod.Namespace, Name: el.ClaimRef}
 	if len(c.Requested) > 0 || len(el.IPs) > 0 {
 		return nil, fmt.Errorf("%w: interface %s of pod %s references IPAMClaim %s and requests ips: the claim owns the addresses, so the two cannot be combined",
@@ -109,12 +114,11 @@ func (s *Store) resolveClaim(ctx context.Context, c *ipam.Config, owner allocato
 		return nil, fmt.Errorf("%w: IPAMClaim %s is for network %q, not for this attachment's network %q",
 			allocator.ErrPersistentOwnerInvalid, ref, claim.Spec.Network, c.Name)
 	}
-	if claim.Spec.Interface != owner.IfName {
-		return nil, fmt.Errorf("%w: IPAMClaim %s is for interface %q, not for this attachment's interface %q",
-			allocator.ErrPersistentOwnerInvalid, ref, claim.Spec.Interface, owner.IfName)
+	if err := claimForAttachment(claim, ref, el, owner.IfName, podKey); err != nil {
+		return nil, err
 	}
 	u := &claimUse{
-		owner: ipamv1.ReservationOwner{Kind: ipamv1.OwnerIPAMClaim, Namespace: ref.Namespace, Name: ref.Name},
+		owner: ipamv1.ReservationOwner{Kind: ipamv1.OwnerIPAMClaim, Namespace: ref.Namespace, Name: ref.Name, UID: string(claim.UID)},
 		claim: claim, pod: pod.Name, bound: map[string]netip.Prefix{},
 	}
 	for _, text := range claim.Status.IPs {
@@ -124,6 +128,26 @@ func (s *Store) resolveClaim(ctx context.Context, c *ipam.Config, owner allocato
 		}
 	}
 	return u, nil
+}
+
+// claimForAttachment checks that claim, referenced by the network selection element el of pod,
+// is this attachment's (interface ifName). A claim naming an interface is for that interface only.
+// A claim without one (KubeVirt's ipam-extensions writes only spec.network) is for the attachment
+// whose element references it: the element found by interface, of the network spec.network names
+// (checked before), so it may be referenced by that one element of the pod, not by two.
+func claimForAttachment(claim *ipamclaimsv1.IPAMClaim, ref client.ObjectKey, el networkElement, ifName string, pod client.ObjectKey) error {
+	if claim.Spec.Interface == "" {
+		if el.ClaimRefs > 1 {
+			return fmt.Errorf("%w: IPAMClaim %s has no interface and %d network selection elements of pod %s reference it: such a claim belongs to one attachment",
+				allocator.ErrPersistentOwnerInvalid, ref, el.ClaimRefs, pod)
+		}
+		return nil
+	}
+	if claim.Spec.Interface != ifName {
+		return fmt.Errorf("%w: IPAMClaim %s is for interface %q, not for this attachment's interface %q",
+			allocator.ErrPersistentOwnerInvalid, ref, claim.Spec.Interface, ifName)
+	}
+	return nil
 }
 
 // writeClaimStatus records in the claim what this call bound: its addresses, the pod, and the

@@ -37,8 +37,13 @@ type entry struct {
 	users []allocator.Owner
 }
 
-// owners are the attachments the index finds e under: its holder, and every bound user.
+// owners are the attachments the index finds e under: its holder, and every bound user. A
+// persistently owned address is found under its bound users only: an attachment that left it
+// (DEL, a rolled back ADD) holds nothing there, even while it is still named as the holder.
 func (e *entry) owners() []allocator.Owner {
+	if e.persistent != "" {
+		return e.users
+	}
 	out := []allocator.Owner{e.owner}
 	for _, u := range e.users {
 		if u != e.owner {
@@ -138,8 +143,16 @@ func (x *index) put(r *ipamv1.OverlappingRangeIPReservation) {
 	}
 	x.byAddr[e.addr] = append(x.byAddr[e.addr], e)
 	if e.persistent != "" {
-		x.byPersistent[persistentKey{e.pool, e.persistent}] = e
+		pk := persistentKey{e.pool, e.persistent}
+		if cur := x.byPersistent[pk]; cur == nil || cur.ownerAddress().givesWayTo(e.ownerAddress()) {
+			x.byPersistent[pk] = e
+		}
 	}
+}
+
+// ownerAddress is e's place among its owner's addresses in its pool, should the owner hold two.
+func (e *entry) ownerAddress() ownerAddress {
+	return ownerAddress{name: e.name, bound: len(e.users) > 0, created: e.created}
 }
 
 // remove forgets the reservation name if the index holds the object uid (an empty uid matches any).

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 // NetworksAnnotation is the pod annotation in which Multus reads the pod's network selection
@@ -23,6 +25,9 @@ type networkElement struct {
 	// ClaimRef is the IPAMClaim (in the pod's namespace) that owns this attachment's addresses
 	// (specification section 4.1.2.1.11).
 	ClaimRef string `json:"ipam-claim-reference"`
+	// ClaimRefs is how many elements of the pod reference ClaimRef, this one included (set by
+	// attachmentElement): a claim without spec.interface may belong to one attachment only.
+	ClaimRefs int `json:"-"`
 }
 
 // attachmentElement finds, in a pod's networks annotation, the element of the attachment with
@@ -60,5 +65,31 @@ func attachmentElement(annotation, ifName string) (networkElement, bool, error) 
 	if match == nil {
 		return networkElement{}, false, nil
 	}
+	if match.ClaimRef != "" {
+		for i := range els {
+			if els[i].ClaimRef == match.ClaimRef {
+				match.ClaimRefs++
+			}
+		}
+	}
 	return *match, true, nil
+}
+
+// ReferencesClaim reports whether a network selection element of pod references the IPAMClaim
+// claim of the pod's namespace: the pod is one of the claim's (a VM's launcher pod).
+func ReferencesClaim(pod *corev1.Pod, claim string) bool {
+	text := strings.TrimSpace(pod.Annotations[NetworksAnnotation])
+	if !strings.HasPrefix(text, "[") {
+		return false
+	}
+	var els []networkElement
+	if json.Unmarshal([]byte(text), &els) != nil || len(els) > maxNetworkElements {
+		return false
+	}
+	for _, el := range els {
+		if el.ClaimRef == claim {
+			return true
+		}
+	}
+	return false
 }

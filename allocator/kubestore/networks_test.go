@@ -3,6 +3,9 @@ package kubestore
 import (
 	"strings"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 func TestAttachmentElement(t *testing.T) {
@@ -69,5 +72,29 @@ func FuzzAttachmentElement(f *testing.F) {
 		if found && el.Interface != "" && el.Interface != ifName {
 			t.Fatalf("element of interface %q returned for %q", el.Interface, ifName)
 		}
+		// The controller's reading of the same annotation (is the pod one of the claim's?) agrees.
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{NetworksAnnotation: annotation}}}
+		if found && el.ClaimRef != "" && !ReferencesClaim(pod, el.ClaimRef) {
+			t.Fatalf("element references claim %q, which ReferencesClaim does not see", el.ClaimRef)
+		}
 	})
+}
+
+// TestAttachmentElementCountsClaimReferences: a claim without spec.interface belongs to one
+// attachment, so the element found says how many elements of the pod reference its claim.
+func TestAttachmentElementCountsClaimReferences(t *testing.T) {
+	for _, tt := range []struct {
+		annotation string
+		want       int
+	}{
+		{`[{"name":"vm-net","ipam-claim-reference":"vm1.anet"}]`, 1},
+		{`[{"name":"vm-net","ipam-claim-reference":"vm1.anet"},{"name":"other","ipam-claim-reference":"vm1.bnet"}]`, 1},
+		{`[{"name":"vm-net","ipam-claim-reference":"vm1.anet"},{"name":"vm-net","interface":"net7","ipam-claim-reference":"vm1.anet"}]`, 2},
+		{`[{"name":"vm-net"}]`, 0},
+	} {
+		el, found, err := attachmentElement(tt.annotation, "net1")
+		if err != nil || !found || el.ClaimRefs != tt.want {
+			t.Errorf("%s: element %+v found %v, %v; want %d references of its claim", tt.annotation, el, found, err, tt.want)
+		}
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/netpool/netpool/allocator"
@@ -150,20 +151,10 @@ func (s *Store) bindUser(ctx context.Context, name string, owner ipamv1.Reservat
 		if !r.Spec.Owner.Is(owner) || r.DeletionTimestamp != nil {
 			return nil, nil
 		}
-		users := []ipamv1.ReservationUser{}
-		for _, x := range r.Spec.Users {
-			if x.ContainerID != user.ContainerID || x.IfName != user.IfName {
-				users = append(users, x)
-			}
+		users, err := s.withUser(r, user)
+		if err != nil {
+			return nil, err
 		}
-		for len(users) >= ipamv1.MaxReservationUsers {
-			i := slices.IndexFunc(users, func(x ipamv1.ReservationUser) bool { return x.Node != r.Spec.Node })
-			if i < 0 {
-				i = 0
-			}
-			users = slices.Delete(users, i, i+1)
-		}
-		users = append(users, user)
 		r.Spec.Users = users
 		r.Spec.ContainerID, r.Spec.IfName, r.Spec.PodRef, r.Spec.PodUID = user.ContainerID, user.IfName, user.PodRef, user.PodUID
 		r.Spec.Node = s.node
@@ -182,6 +173,28 @@ func (s *Store) bindUser(ctx context.Context, name string, owner ipamv1.Reservat
 			return nil, apiFailure("bind reservation "+name, err)
 		}
 	}
+}
+
+// withUser is r's users with user added (replacing its earlier entry). Node isolation lets a node
+// drop only its own node's users (another node's pod may run on the address: a migration's source,
+// whose entry the controller removes once the pod is gone), so when spec.users is full this node's
+// oldest entries make room, and a list full of other nodes' users is an error to retry.
+func (s *Store) withUser(r *ipamv1.OverlappingRangeIPReservation, user ipamv1.ReservationUser) ([]ipamv1.ReservationUser, error) {
+	users := []ipamv1.ReservationUser{}
+	for _, x := range r.Spec.Users {
+		if x.ContainerID != user.ContainerID || x.IfName != user.IfName {
+			users = append(users, x)
+		}
+	}
+	for len(users) >= ipamv1.MaxReservationUsers {
+		i := slices.IndexFunc(users, func(x ipamv1.ReservationUser) bool { return x.Node == s.node })
+		if i < 0 {
+			return nil, fmt.Errorf("%w: reservation %s (%s) has %d users on other nodes; the controller removes those whose pods are gone",
+				allocator.ErrStoreBusy, r.Name, r.Spec.Address, len(users))
+		}
+		users = slices.Delete(users, i, i+1)
+	}
+	return append(users, user), nil
 }
 
 // Unbind removes owner from the users of its persistently owned reservation in the pool. The
@@ -207,49 +220,49 @@ func (t *txn) Unbind(ctx context.Context, key string, owner allocator.Owner) (al
 	if !found {
 		return allocator.Allocation{}, false, nil
 	}
+	if err := s.removeUser(ctx, e.name, e.uid, owner); err != nil {
+		return allocator.Allocation{}, false, err
+	}
+	return allocationOf(key, u, e), true, nil
+}
+
+// removeUser removes owner's entry of this node from the users of the persistently owned
+// reservation name (the object uid, when set), which stays held by its owner: the DEL of a bound
+// attachment, and the undoing of a failed ADD, since node isolation lets no agent delete a
+// persistently owned reservation (its owner's end releases it, through the controller). A
+// reservation gone, made anew, or taken over by another node since is only forgotten.
+func (s *Store) removeUser(ctx context.Context, name string, uid types.UID, owner allocator.Owner) error {
 	for attempt := 1; ; attempt++ {
 		r := &ipamv1.OverlappingRangeIPReservation{}
-		err := s.retry(ctx, "read reservation "+e.name, func(ctx context.Context) error {
-			return s.live.Get(ctx, client.ObjectKey{Name: e.name}, r)
+		err := s.retry(ctx, "read reservation "+name, func(ctx context.Context) error {
+			return s.live.Get(ctx, client.ObjectKey{Name: name}, r)
 		})
-		if apierrors.IsNotFound(err) {
-			s.index.remove(e.name, e.uid, false)
-			return allocationOf(key, u, e), true, nil
+		if apierrors.IsNotFound(err) || err == nil && uid != "" && r.UID != uid {
+			s.index.remove(name, uid, false)
+			return nil
 		}
 		if err != nil {
-			return allocator.Allocation{}, false, apiFailure("read reservation "+e.name, err)
+			return apiFailure("read reservation "+name, err)
 		}
 		if r.Spec.Node != s.node {
-			s.index.remove(e.name, "", false)
-			return allocationOf(key, u, e), true, nil
+			s.index.remove(name, "", false)
+			return nil
 		}
-		users := []ipamv1.ReservationUser{}
-		for _, x := range r.Spec.Users {
-			if x.ContainerID != owner.ContainerID || x.IfName != owner.IfName || x.Node != s.node {
-				users = append(users, x)
-			}
+		if !r.DropUsers(func(x ipamv1.ReservationUser) bool {
+			return x.ContainerID == owner.ContainerID && x.IfName == owner.IfName && x.Node == s.node
+		}) {
+			s.index.put(r)
+			return nil
 		}
-		if len(users) == len(r.Spec.Users) {
-			return allocationOf(key, u, e), true, nil
-		}
-		r.Spec.Users = users
-		if len(users) == 0 {
-			r.Spec.Users = nil
-		} else if r.Spec.ContainerID == owner.ContainerID && r.Spec.IfName == owner.IfName {
-			// The holder goes while others stay bound: the last bound of them holds it now, so
-			// that the index no longer finds the address under the attachment that left.
-			last := users[len(users)-1]
-			r.Spec.ContainerID, r.Spec.IfName, r.Spec.PodRef, r.Spec.PodUID = last.ContainerID, last.IfName, last.PodRef, last.PodUID
-		}
-		err = s.retry(ctx, "unbind reservation "+e.name, func(ctx context.Context) error {
+		err = s.retry(ctx, "unbind reservation "+name, func(ctx context.Context) error {
 			return s.client.Update(ctx, r)
 		})
 		if err == nil {
 			s.index.put(r)
-			return allocationOf(key, u, e), true, nil
+			return nil
 		}
 		if !apierrors.IsConflict(err) || attempt == maxBindAttempts {
-			return allocator.Allocation{}, false, apiFailure("unbind reservation "+e.name, err)
+			return apiFailure("unbind reservation "+name, err)
 		}
 	}
 }

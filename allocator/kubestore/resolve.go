@@ -107,6 +107,13 @@ func (s *Store) resolveOne(ctx context.Context, p pendingClaim) error {
 	case apierrors.IsNotFound(err):
 	case err != nil:
 		return err
+	case s.ownedBy(r, p.pool, p.owner) && r.Spec.Owner != nil:
+		// A persistent owner's address stays its owner's: only the attachment leaves it.
+		if err := s.removeUser(ctx, r.Name, r.UID, p.owner); err != nil {
+			return err
+		}
+		s.log.Info("Unbound a persistently owned reservation left by a failed call", "reservation", p.name,
+			"containerID", p.owner.ContainerID, "ifName", p.owner.IfName)
 	case s.ownedBy(r, p.pool, p.owner):
 		if err := s.deleteReservation(ctx, r.Name, r.UID); err != nil {
 			return err

@@ -86,6 +86,9 @@ func apiFailure(what string, err error) error {
 // permanent wraps a definite API failure so the CNI boundary gives it a code: a rejected object is
 // bad input (7), anything else makes the store unusable for now (105).
 func permanent(what string, err error) error {
+	if refusedByClient(err) {
+		return fmt.Errorf("%w: the client refused to send the request to %s: %w", ipam.ErrInvalidConfig, what, err)
+	}
 	if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
 		return fmt.Errorf("%w: the API server rejected %s: %w", ipam.ErrInvalidConfig, what, err)
 	}

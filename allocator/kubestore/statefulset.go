@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -22,27 +23,31 @@ const PodIndexLabel = "apps.kubernetes.io/pod-index"
 
 // StatefulSetOwner returns the sticky owner of interface ifName of pod: the StatefulSet that
 // controls it (its controller ownerReference of kind StatefulSet, apps/v1), with the pod's ordinal
-// (the PodIndexLabel, else the pod name's -<n> suffix after the StatefulSet's name) and ifName.
-// A pod that no StatefulSet controls has none (nil). A StatefulSet pod whose ordinal cannot be
-// told is an error: giving it an address of its own would silently lose the rule.
+// and ifName. The ordinal is the one in the pod's name, which must be <statefulset>-<ordinal> as
+// the StatefulSet controller names its pods, and the PodIndexLabel, when the pod has it, must say
+// the same: whoever may create pods can write an ownerReference and a label, but the name is the
+// identity (two pods of one name cannot coexist), so a pod named otherwise never gets an ordinal's
+// address. A pod that no StatefulSet controls has none (nil). A StatefulSet pod whose ordinal
+// cannot be told, or is told two ways, is an error: giving it an address of its own would silently
+// lose the rule.
 func StatefulSetOwner(pod *corev1.Pod, ifName string) (*ipamv1.ReservationOwner, error) {
 	ref := metav1.GetControllerOf(pod)
 	if ref == nil || ref.Kind != "StatefulSet" || ref.APIVersion != "apps/v1" {
 		return nil, nil
 	}
-	text, from := pod.Labels[PodIndexLabel], "label "+PodIndexLabel
-	if _, labelled := pod.Labels[PodIndexLabel]; !labelled {
-		var ok bool
-		if text, ok = strings.CutPrefix(pod.Name, ref.Name+"-"); !ok {
-			return nil, fmt.Errorf("pod %s/%s of StatefulSet %s has no %s label and its name is not %s-<ordinal>",
-				pod.Namespace, pod.Name, ref.Name, PodIndexLabel, ref.Name)
-		}
-		from = "name"
+	text, ok := strings.CutPrefix(pod.Name, ref.Name+"-")
+	if !ok {
+		return nil, fmt.Errorf("pod %s/%s of StatefulSet %s: its name is not %s-<ordinal>, as the StatefulSet's own pods are named",
+			pod.Namespace, pod.Name, ref.Name, ref.Name)
 	}
 	ordinal, ok := ipam.ParseOrdinal(text)
 	if !ok {
-		return nil, fmt.Errorf("pod %s/%s of StatefulSet %s: ordinal %q (from its %s) is not a number from 0 to 2147483647 without leading zeros",
-			pod.Namespace, pod.Name, ref.Name, truncate(text, 16), from)
+		return nil, fmt.Errorf("pod %s/%s of StatefulSet %s: ordinal %q (from its name) is not a number from 0 to 2147483647 without leading zeros",
+			pod.Namespace, pod.Name, ref.Name, truncate(text, 16))
+	}
+	if label, labelled := pod.Labels[PodIndexLabel]; labelled && label != text {
+		return nil, fmt.Errorf("pod %s/%s of StatefulSet %s: its label %s=%q disagrees with the ordinal %d of its name",
+			pod.Namespace, pod.Name, ref.Name, PodIndexLabel, truncate(label, 16), ordinal)
 	}
 	return &ipamv1.ReservationOwner{Kind: ipamv1.OwnerStatefulSet, Namespace: pod.Namespace, Name: ref.Name,
 		Ordinal: &ordinal, Interface: ifName}, nil
@@ -86,12 +91,25 @@ func (s *Store) ownerReservations(ctx context.Context, pool string, o ipamv1.Res
 			out = append(out, r)
 		}
 	}
+	// The owner's address first: of two (a request replaced one), the other gives way and goes.
+	slices.SortStableFunc(out, func(a, b ipamv1.OverlappingRangeIPReservation) int {
+		switch {
+		case ownerAddressOf(&b).givesWayTo(ownerAddressOf(&a)):
+			return -1
+		case ownerAddressOf(&a).givesWayTo(ownerAddressOf(&b)):
+			return 1
+		}
+		return 0
+	})
 	return out, nil
 }
 
-// giveUpForRequest releases reservation name of persistent owner o, so that the address the
+// giveUpForRequest lets reservation name of persistent owner o go, so that the address the
 // attachment requests becomes the owner's instead: a requested ips wins, and is remembered. An
-// address still bound to another attachment is not taken from it.
+// address still bound to another attachment is not taken from it. The reservation is not deleted
+// here (node isolation lets no agent delete a persistently owned reservation, or a node could free
+// another's address by taking it over first): unbound, it gives way to the requested one
+// (ownerAddress), and the controller's GC releases it once the owner's pod is bound there.
 func (s *Store) giveUpForRequest(ctx context.Context, name string, o ipamv1.ReservationOwner, user ipamv1.ReservationUser, requested netip.Addr) error {
 	r := &ipamv1.OverlappingRangeIPReservation{}
 	err := s.retry(ctx, "read reservation "+name, func(ctx context.Context) error {
@@ -112,5 +130,9 @@ func (s *Store) giveUpForRequest(ctx context.Context, name string, o ipamv1.Rese
 				allocator.ErrAttachmentConflict, o.Key(), r.Spec.Address, u.ContainerID, u.IfName, u.Node, requested)
 		}
 	}
-	return s.deleteReservation(ctx, name, r.UID)
+	if len(r.Spec.Users) > 0 && r.Spec.Node == s.node {
+		// This attachment itself was bound to it: it leaves, so that the old address is unbound.
+		return s.removeUser(ctx, name, r.UID, allocator.Owner{ContainerID: user.ContainerID, IfName: user.IfName})
+	}
+	return nil
 }

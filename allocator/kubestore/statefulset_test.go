@@ -25,24 +25,30 @@ func TestStatefulSetOwner(t *testing.T) {
 		want    string // the owner's key; "" for none
 		wantErr string
 	}{
-		{name: "ordinal from the pod-index label", pod: pod("db-2", map[string]string{PodIndexLabel: "2"}, sts), want: "StatefulSet/apps/db/2/net1"},
-		{name: "the label wins over the name", pod: pod("db-2", map[string]string{PodIndexLabel: "7"}, sts), want: "StatefulSet/apps/db/7/net1"},
-		{name: "ordinal from the name", pod: pod("db-10", nil, sts), want: "StatefulSet/apps/db/10/net1"},
+		{name: "name and label agree", pod: pod("db-2", map[string]string{PodIndexLabel: "2"}, sts), want: "StatefulSet/apps/db/2/net1"},
+		{name: "ordinal from the name, no label", pod: pod("db-10", nil, sts), want: "StatefulSet/apps/db/10/net1"},
 		{name: "ordinal 0 from the name", pod: pod("db-0", nil, sts), want: "StatefulSet/apps/db/0/net1"},
 		{name: "no owner", pod: pod("db-0", nil)},
 		{name: "a ReplicaSet's pod", pod: pod("web-abc12", nil, rs)},
 		{name: "a StatefulSet that is not the controller", pod: pod("db-0", nil, notController)},
 		{name: "a StatefulSet of another group", pod: pod("db-0", nil, otherGroup)},
+		// An imposter: any pod creator can write the owner reference and the label of db-0.
+		{name: "an imposter with db-0's label", pod: pod("imposter", map[string]string{PodIndexLabel: "0"}, sts),
+			wantErr: "pod apps/imposter of StatefulSet db: its name is not db-<ordinal>, as the StatefulSet's own pods are named"},
+		{name: "the label disagrees with the name", pod: pod("db-2", map[string]string{PodIndexLabel: "7"}, sts),
+			wantErr: `pod apps/db-2 of StatefulSet db: its label apps.kubernetes.io/pod-index="7" disagrees with the ordinal 2 of its name`},
 		{name: "name without the StatefulSet's prefix", pod: pod("cache-1", nil, sts),
-			wantErr: "pod apps/cache-1 of StatefulSet db has no apps.kubernetes.io/pod-index label and its name is not db-<ordinal>"},
-		{name: "name suffix not a number", pod: pod("db-x", nil, sts),
+			wantErr: "pod apps/cache-1 of StatefulSet db: its name is not db-<ordinal>"},
+		{name: "name suffix not a number", pod: pod("db-x", map[string]string{PodIndexLabel: "0"}, sts),
 			wantErr: `pod apps/db-x of StatefulSet db: ordinal "x" (from its name) is not a number from 0 to 2147483647 without leading zeros`},
 		{name: "leading zero", pod: pod("db-01", nil, sts), wantErr: `ordinal "01" (from its name)`},
+		{name: "a label with a leading zero", pod: pod("db-1", map[string]string{PodIndexLabel: "01"}, sts),
+			wantErr: `label apps.kubernetes.io/pod-index="01" disagrees with the ordinal 1`},
 		{name: "negative label", pod: pod("db-1", map[string]string{PodIndexLabel: "-1"}, sts),
-			wantErr: `ordinal "-1" (from its label apps.kubernetes.io/pod-index)`},
+			wantErr: `label apps.kubernetes.io/pod-index="-1" disagrees`},
 		{name: "beyond int32", pod: pod("db-2147483648", nil, sts), wantErr: `ordinal "2147483648" (from its name)`},
 		{name: "a long label is cut", pod: pod("db-1", map[string]string{PodIndexLabel: strings.Repeat("9", 40)}, sts),
-			wantErr: `ordinal "9999999999999999..."`},
+			wantErr: `="9999999999999999..." disagrees`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			o, err := StatefulSetOwner(tt.pod, "net1")

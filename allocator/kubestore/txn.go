@@ -32,7 +32,7 @@ type txn struct {
 	// owner is the attachment whose lock the txn holds, when locked is set.
 	owner  allocator.Owner
 	locked bool
-	// created are the reservations this txn made, in order; rollback deletes them.
+	// created are the reservations this txn made, in order; rollback undoes them.
 	created []claimRef
 }
 
@@ -42,6 +42,9 @@ type claimRef struct {
 	uid   types.UID
 	pool  string
 	owner allocator.Owner
+	// persistent is set for a reservation made for a persistent owner: undoing it unbinds owner
+	// (removeUser) and leaves the address with the persistent owner, whose end releases it.
+	persistent bool
 }
 
 // outcome is what one Create of a candidate came to.
@@ -147,7 +150,23 @@ func (t *txn) Get(ctx context.Context, key string, owner allocator.Owner) (alloc
 	if len(es) == 0 {
 		return allocator.Allocation{}, false, nil
 	}
+	t.noteHeld(key, es[0])
 	return allocationOf(key, u, es[0]), true, nil
+}
+
+// noteHeld records an address the attachment already holds for the call's persistent owner, so
+// that its IPAMClaim's status is written again when an earlier ADD's write failed: the runtime's
+// retry of that ADD finds the address held, and nothing else would write it.
+func (t *txn) noteHeld(key string, e entry) {
+	cu := t.b.claim
+	if cu == nil || e.persistent == "" || cu.owner.Key() != e.persistent {
+		return
+	}
+	for i := range t.b.cfg.Ranges {
+		if t.b.cfg.PoolKey(i) == key {
+			cu.bound[key] = netip.PrefixFrom(e.addr, t.b.cfg.Ranges[i].Subnet.Bits())
+		}
+	}
 }
 
 // ClaimNext claims a free address: first from the node's own blocks (round-robin after the last
@@ -331,7 +350,7 @@ func (t *txn) tryCreate(ctx context.Context, u *poolUse, al *allocator.Allocatio
 func (t *txn) adopt(u *poolUse, r *ipamv1.OverlappingRangeIPReservation) {
 	t.b.s.index.put(r)
 	t.created = append(t.created, claimRef{name: r.Name, uid: r.UID, pool: u.state.name,
-		owner: allocator.Owner{ContainerID: r.Spec.ContainerID, IfName: r.Spec.IfName}})
+		owner: allocator.Owner{ContainerID: r.Spec.ContainerID, IfName: r.Spec.IfName}, persistent: r.Spec.Owner != nil})
 }
 
 // Release deletes owner's reservations in the pool. A reservation already gone is not an error.
@@ -470,8 +489,10 @@ func (t *txn) HasFree(ctx context.Context, p allocator.Pool) (bool, error) {
 	return false, nil
 }
 
-// rollback deletes what a failed Update created, newest first. What cannot be deleted in time is
-// left pending, for the background loop. ctx is the call's; the deletes outlive its cancellation.
+// rollback deletes what a failed Update created, newest first; a persistently owned address it
+// claimed is only unbound, and stays its owner's (node isolation lets no agent delete one; a
+// retried ADD binds it again, the owner's end releases it). What cannot be undone in time is left
+// pending, for the background loop. ctx is the call's; the undoing outlives its cancellation.
 func (t *txn) rollback(ctx context.Context) error {
 	if len(t.created) == 0 {
 		return nil
@@ -482,7 +503,13 @@ func (t *txn) rollback(ctx context.Context) error {
 	var errs []error
 	for i := len(t.created) - 1; i >= 0; i-- {
 		c := t.created[i]
-		if err := s.deleteReservation(ctx, c.name, c.uid); err != nil {
+		undo := s.deleteReservation
+		if c.persistent {
+			undo = func(ctx context.Context, name string, uid types.UID) error {
+				return s.removeUser(ctx, name, uid, c.owner)
+			}
+		}
+		if err := undo(ctx, c.name, c.uid); err != nil {
 			s.addPending(pendingClaim{name: c.name, pool: c.pool, owner: c.owner})
 			errs = append(errs, fmt.Errorf("failed to roll back reservation %s (left for the background loop): %w", c.name, err))
 		}

@@ -49,6 +49,9 @@ func (f roundTripper) RoundTrip(req *http.Request) (*http.Response, error) { ret
 // retryable reports whether retry should try op again after err: a transient failure, or a 403
 // while the API server warms up after an outage.
 func (s *Store) retryable(err error) bool {
+	if refusedByClient(err) {
+		return false // never sent: no answer to wait for
+	}
 	var status apierrors.APIStatus
 	if !errors.As(err, &status) {
 		s.reach.saw() // no answer at all

@@ -167,10 +167,14 @@ func (c *Cluster) Slices(ctx context.Context, pool string) ([]Slice, error) {
 }
 
 // Alive judges a's owner by the controller's own leak policy: alive unless gcpolicy.Judge gives
-// a release reason. A reservation younger than the grace period, one without a pod, and one
-// whose pod runs and lists it are alive.
+// a release reason. A reservation younger than the grace period, one without a pod, one whose pod
+// runs and lists it, one whose persistent owner (an IPAMClaim, a sticky StatefulSet) exists, and
+// one whose owner is gone while pods are still bound to it are alive.
 func (c *Cluster) Alive(ctx context.Context, a Allocation) (bool, string, error) {
-	r := a.ref.(*ipamv1.OverlappingRangeIPReservation)
+	r, ok := a.ref.(*ipamv1.OverlappingRangeIPReservation)
+	if !ok || r == nil {
+		return true, "the allocation was not read from a reservation, so nothing shows that its owner is gone", nil
+	}
 	facts, err := gcpolicy.Read(ctx, c.Client, r)
 	if err != nil {
 		return false, "", err
@@ -179,10 +183,14 @@ func (c *Cluster) Alive(ctx context.Context, a Allocation) (bool, string, error)
 	switch {
 	case v.Reason != "":
 		return false, v.Reason + ": " + v.Detail, nil
-	case r.Spec.PodRef == "":
-		return true, "the reservation names no pod, so nothing shows that its owner is gone", nil
 	case v.Recheck > 0:
 		return true, fmt.Sprintf("the reservation is younger than the GC grace period %s: an ADD may still be in progress", c.Grace), nil
+	case v.Bound != "":
+		return true, v.Bound, nil
+	case r.Spec.Owner != nil:
+		return true, fmt.Sprintf("%s: the address belongs to it, whatever its pods do, until it is gone", facts.OwnerDetail), nil
+	case r.Spec.PodRef == "" || facts.Pod == nil:
+		return true, "the reservation names no pod, so nothing shows that its owner is gone", nil
 	}
 	why := fmt.Sprintf("pod %s exists (%s)", r.Spec.PodRef, facts.Pod.Status.Phase)
 	if v.Detail != "" {

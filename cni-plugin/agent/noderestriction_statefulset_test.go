@@ -78,6 +78,6 @@ func testStatefulSetTakeOver(t *testing.T, env *envtest.Env, sh *shim, na, nb *r
 	back.Spec.Node, back.Labels[ipamv1.NodeLabel] = "node-a", "node-a"
 	back.Spec.Users = nil
 	wantDenied(t, ca.Update(ctx, back, client.DryRunAll),
-		"node node-a may take over reservation "+r.Name+" of node node-b only keeping the users of node node-b")
+		"node node-a may not drop or change the users of other nodes of reservation "+r.Name+" (db0-b on node node-b)")
 	wantDenied(t, ca.Delete(ctx, r.DeepCopy(), client.DryRunAll), "node node-a may not delete overlappingrangeipreservations "+r.Name+" of node node-b")
 }

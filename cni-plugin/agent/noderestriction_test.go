@@ -181,6 +181,9 @@ func TestNodeRestriction(t *testing.T) {
 	t.Run("a StatefulSet pod's address follows it to another node", func(t *testing.T) {
 		testStatefulSetTakeOver(t, env, sh, na, nb, ca)
 	})
+	t.Run("a persistent owner's address cannot be freed by another node", func(t *testing.T) {
+		testPersistentOwnerHoles(t, env, sh, na, ca, cb)
+	})
 }
 
 // testClaimTakeOver migrates a VM from node-a to node-b through the agents under their pod-bound
@@ -235,7 +238,7 @@ func testClaimTakeOver(t *testing.T, env *envtest.Env, sh *shim, na, nb *running
 	back.Spec.Node, back.Labels[ipamv1.NodeLabel] = "node-a", "node-a"
 	back.Spec.Users = back.Spec.Users[:1] // the source's entry, on node-a
 	wantDenied(t, ca.Update(ctx, back, client.DryRunAll),
-		"node node-a may take over reservation "+r.Name+" of node node-b only keeping the users of node node-b")
+		"node node-a may not drop or change the users of other nodes of reservation "+r.Name+" (vm-dst on node node-b)")
 	keep := r.DeepCopy()
 	keep.Spec.Node, keep.Labels[ipamv1.NodeLabel] = "node-a", "node-a"
 	if err := ca.Update(ctx, keep, client.DryRunAll); err != nil {
@@ -250,7 +253,7 @@ func testClaimTakeOver(t *testing.T, env *envtest.Env, sh *shim, na, nb *running
 	wantDenied(t, ca.Update(ctx, plain, client.DryRunAll), "node node-a may not update overlappingrangeipreservations "+plain.Name+" of node node-b")
 	// The holder cannot delete the address while the source's pod on node-a is bound to it, nor
 	// can node-a.
-	wantDenied(t, cb.Delete(ctx, r.DeepCopy(), client.DryRunAll), "node node-b may not delete reservation "+r.Name+": a pod of another node is bound to it")
+	wantDenied(t, cb.Delete(ctx, r.DeepCopy(), client.DryRunAll), "node node-b may not delete reservation "+r.Name+": its address belongs to IPAMClaim default/vm-a.net1")
 	wantDenied(t, ca.Delete(ctx, r.DeepCopy(), client.DryRunAll), "node node-a may not delete overlappingrangeipreservations "+r.Name+" of node node-b")
 
 	// DEL of the source (node-a no longer holds it) leaves the address held.

@@ -16,16 +16,25 @@ import (
 // Facts are what the policy knows about a reservation's owner. Read gathers them; a caller that
 // already holds them (a test, a cache) may fill them in itself.
 type Facts struct {
-	// Pod is the reservation's pod, nil when no pod of that namespace and name exists.
+	// Pod is the reservation's pod, nil when no pod of that namespace and name exists. Read sets
+	// it only for a reservation without a persistent owner.
 	Pod *corev1.Pod
-	// OwnerExists is whether the reservation's persistent owner (spec.owner: an IPAMClaim, or a
-	// StatefulSet with more replicas than the ordinal) exists. Read sets it only for a reservation with an owner, and then reads no pod: a
-	// persistently owned address does not depend on its pods.
+	// OwnerExists is whether the reservation's persistent owner (spec.owner: an IPAMClaim of the
+	// recorded UID, or a StatefulSet with more replicas than the ordinal) exists.
 	OwnerExists bool
 	// OwnerScaledDown is set, with OwnerExists unset, when the owner is a StatefulSet that exists
-	// with spec.replicas at or below the reservation's ordinal; OwnerDetail then says so.
+	// with spec.replicas at or below the reservation's ordinal. OwnerDetail says what was found
+	// of the owner, either way.
 	OwnerScaledDown bool
 	OwnerDetail     string
+	// UserPods are the pods of the reservation's users (spec.users), by index: nil where the pod
+	// does not exist (or the user names none). Read sets them for a persistently owned
+	// reservation.
+	UserPods []*corev1.Pod
+	// Successor, for a persistently owned reservation that no pod is bound to while its owner
+	// exists, names another reservation of the same owner and pool that the owner's own pod is
+	// bound to, where it runs: the address the owner moved to. "" when there is none.
+	Successor string
 }
 
 // Judgeable reports whether r names an owner the policy can judge. A reservation without a pod
@@ -40,7 +49,7 @@ func Judgeable(r *ipamv1.OverlappingRangeIPReservation) bool {
 // server, the CLI the API server.
 func Read(ctx context.Context, c client.Reader, r *ipamv1.OverlappingRangeIPReservation) (Facts, error) {
 	if r.Spec.Owner != nil {
-		return ownerFacts(ctx, c, *r.Spec.Owner)
+		return persistentFacts(ctx, c, r)
 	}
 	ns, name, ok := SplitPodRef(r.Spec.PodRef)
 	if !ok {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -22,6 +23,9 @@ type Verdict struct {
 	// Recheck, when positive, is when the reservation should be judged again: it is younger than
 	// the grace period.
 	Recheck time.Duration
+	// Bound, for a persistently owned reservation whose owner is gone, says which pods are still
+	// bound to it: it stays until their DEL unbinds them or they are gone.
+	Bound string
 }
 
 // Annotations of mirror pods. The kubelet runs a static pod under a UID of its own (a hash of the
@@ -56,10 +60,16 @@ func podHasUID(pod *corev1.Pod, uid string) bool {
 //     address. A pod without network-status (Multus has not written it, or never does), a pending
 //     pod (an ADD may still be running) and a terminating pod (the kubelet will DEL) keep theirs.
 //
-// A persistently owned reservation (spec.owner) is judged by its owner alone: it is released when
-// its IPAMClaim is gone, or its StatefulSet is gone or scaled to the ordinal or below, never
-// because of its pods, which come and go (a VM restarts or migrates, a StatefulSet pod is
-// recreated on another node).
+// A persistently owned reservation (spec.owner) is judged by its owner, never by its holder pod,
+// which comes and goes (a VM restarts or migrates, a StatefulSet pod is recreated on another node):
+//
+//   - while its owner exists it stays, unless no pod is bound to it and the owner's own pod is
+//     bound to another of the owner's reservations in the pool (the owner moved there:
+//     Superseded);
+//   - once its IPAMClaim is gone (or was made again, with another UID), or its StatefulSet is gone
+//     or scaled to the ordinal or below, it is released when no pod is bound to it any more: its
+//     users' pods are gone, or their DEL unbound them. Pods terminate after a scale-down, and a
+//     new pod must not get an address a running one still uses.
 func Judge(r *ipamv1.OverlappingRangeIPReservation, f Facts, now time.Time, grace time.Duration) Verdict {
 	pod := f.Pod
 	if r.Spec.PodRef == "" && r.Spec.Owner == nil {
@@ -69,13 +79,7 @@ func Judge(r *ipamv1.OverlappingRangeIPReservation, f Facts, now time.Time, grac
 		return Verdict{Recheck: grace - age}
 	}
 	if o := r.Spec.Owner; o != nil {
-		if f.OwnerExists {
-			return Verdict{}
-		}
-		if f.OwnerScaledDown {
-			return Verdict{Reason: ReasonOwnerScaledDown, Detail: f.OwnerDetail}
-		}
-		return Verdict{Reason: ReasonOwnerDeleted, Detail: fmt.Sprintf("%s %s/%s no longer exists", o.Kind, o.Namespace, o.Name)}
+		return judgeOwned(r, *o, f)
 	}
 	if pod == nil {
 		return Verdict{Reason: ReasonPodDeleted, Detail: fmt.Sprintf("pod %s no longer exists", r.Spec.PodRef)}
@@ -108,4 +112,26 @@ func Judge(r *ipamv1.OverlappingRangeIPReservation, f Facts, now time.Time, grac
 	}
 	return Verdict{Reason: ReasonNotInNetworkStatus, Detail: fmt.Sprintf(
 		"pod %s is running and its network-status does not list %s", r.Spec.PodRef, r.Spec.Address)}
+}
+
+// judgeOwned judges a persistently owned reservation past its grace period (see Judge).
+func judgeOwned(r *ipamv1.OverlappingRangeIPReservation, o ipamv1.ReservationOwner, f Facts) Verdict {
+	bound := BoundUsers(r, f)
+	gone := f.OwnerDetail
+	if gone == "" {
+		gone = fmt.Sprintf("%s %s/%s no longer exists", o.Kind, o.Namespace, o.Name)
+	}
+	switch {
+	case f.OwnerExists && len(bound) == 0 && f.Successor != "":
+		return Verdict{Reason: ReasonSuperseded, Detail: fmt.Sprintf("no pod is bound to %s, and %s %s/%s moved to %s",
+			r.Spec.Address, o.Kind, o.Namespace, o.Name, f.Successor)}
+	case f.OwnerExists:
+		return Verdict{}
+	case len(bound) > 0:
+		return Verdict{Bound: fmt.Sprintf("%s, but %s still bound to %s; it is released once unbound (DEL) or gone",
+			gone, strings.Join(bound, ", "), r.Spec.Address)}
+	case f.OwnerScaledDown:
+		return Verdict{Reason: ReasonOwnerScaledDown, Detail: gone}
+	}
+	return Verdict{Reason: ReasonOwnerDeleted, Detail: gone}
 }

@@ -13,26 +13,32 @@ import (
 )
 
 // ownerFacts reads whether a reservation's persistent owner still owns it, and if not, why. A
-// claim being deleted still exists: its address goes once it is gone. A StatefulSet owns an
-// ordinal's address while it exists (being deleted or not: its pods are still going) and its
+// claim being deleted still exists: its address goes once it is gone. A claim of the name that
+// has another UID than the one recorded was made again, and is another claim. A StatefulSet owns
+// an ordinal's address while it exists (being deleted or not: its pods are still going) and its
 // spec.replicas (1 when unset) is above the ordinal.
 func ownerFacts(ctx context.Context, c client.Reader, o ipamv1.ReservationOwner) (Facts, error) {
 	key := client.ObjectKey{Namespace: o.Namespace, Name: o.Name}
 	switch o.Kind {
 	case ipamv1.OwnerIPAMClaim:
-		err := c.Get(ctx, key, &ipamclaimsv1.IPAMClaim{})
+		claim := &ipamclaimsv1.IPAMClaim{}
+		err := c.Get(ctx, key, claim)
 		if apierrors.IsNotFound(err) {
-			return Facts{}, nil
+			return Facts{OwnerDetail: fmt.Sprintf("IPAMClaim %s no longer exists", key)}, nil
 		}
 		if err != nil {
 			return Facts{}, fmt.Errorf("failed to get IPAMClaim %s: %w", key, err)
 		}
-		return Facts{OwnerExists: true}, nil
+		if o.UID != "" && string(claim.UID) != o.UID {
+			return Facts{OwnerDetail: fmt.Sprintf("IPAMClaim %s was deleted and made again (UID %s; the address was claim UID %s's)",
+				key, claim.UID, o.UID)}, nil
+		}
+		return Facts{OwnerExists: true, OwnerDetail: fmt.Sprintf("IPAMClaim %s exists", key)}, nil
 	case ipamv1.OwnerStatefulSet:
 		sts := &appsv1.StatefulSet{}
 		err := c.Get(ctx, key, sts)
 		if apierrors.IsNotFound(err) {
-			return Facts{}, nil
+			return Facts{OwnerDetail: fmt.Sprintf("StatefulSet %s no longer exists", key)}, nil
 		}
 		if err != nil {
 			return Facts{}, fmt.Errorf("failed to get StatefulSet %s: %w", key, err)
@@ -42,11 +48,11 @@ func ownerFacts(ctx context.Context, c client.Reader, o ipamv1.ReservationOwner)
 			replicas = *sts.Spec.Replicas
 		}
 		if o.Ordinal == nil || replicas > *o.Ordinal {
-			return Facts{OwnerExists: true}, nil
+			return Facts{OwnerExists: true, OwnerDetail: fmt.Sprintf("StatefulSet %s has %d replicas", key, replicas)}, nil
 		}
 		return Facts{OwnerScaledDown: true, OwnerDetail: fmt.Sprintf("StatefulSet %s has %d replicas, so ordinal %d is gone",
 			key, replicas, *o.Ordinal)}, nil
 	}
 	// An owner of a kind this version does not know is kept: releasing it could free a live address.
-	return Facts{OwnerExists: true}, nil
+	return Facts{OwnerExists: true, OwnerDetail: fmt.Sprintf("owner %s is of a kind this version does not know", o.ObjectKey())}, nil
 }

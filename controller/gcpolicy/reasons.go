@@ -15,9 +15,13 @@ const (
 	// ReasonNodeDeleted: the reservation's node was deleted.
 	ReasonNodeDeleted = "NodeDeleted"
 	// ReasonOwnerDeleted: the reservation's persistent owner (an IPAMClaim, a StatefulSet) was
-	// deleted.
+	// deleted (a claim made again under its name is another claim), and no pod is bound to it.
 	ReasonOwnerDeleted = "OwnerDeleted"
 	// ReasonOwnerScaledDown: the reservation's owner is a StatefulSet scaled to the reservation's
 	// ordinal or below.
 	ReasonOwnerScaledDown = "OwnerScaledDown"
+	// ReasonSuperseded: no pod is bound to the reservation, and its persistent owner's pod is bound
+	// to another address of the owner in the pool (a requested address replaced a StatefulSet
+	// ordinal's; two first ADDs of one claim each claimed one).
+	ReasonSuperseded = "Superseded"
 )

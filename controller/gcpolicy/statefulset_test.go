@@ -6,7 +6,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
@@ -17,10 +16,7 @@ import (
 func TestStatefulSetOwnerFacts(t *testing.T) {
 	now := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
 	const grace = time.Minute
-	scheme := runtime.NewScheme()
-	if err := appsv1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
+	scheme := policyScheme(t)
 	sts := func(replicas *int32) *appsv1.StatefulSet {
 		return &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "db"}, Spec: appsv1.StatefulSetSpec{Replicas: replicas}}
 	}

@@ -86,10 +86,23 @@ func TestIPAMClaims(t *testing.T) {
 				t.Fatalf("during the migration the reservation is on %s with users %+v, want node-b with the source and the target", r.Spec.Node, r.Spec.Users)
 			}
 			mustDel(ctx, t, nodeA, att2) // the source pod goes
-			must(t, c.Delete(ctx, launcher2))
-			if got := claimedReservation(ctx, t, c, x.Addr()); got.UID != r.UID {
-				t.Fatalf("after the source's DEL the reservation of %s is another object", x)
+			if got := claimedReservation(ctx, t, c, x.Addr()); got.UID != r.UID || !hasUser(got, "ic-launcher-2", "node-a") {
+				t.Fatalf("after the source's DEL the reservation of %s is %s with users %+v; want %s, the source's user kept (node-a no longer holds it, and node-b may not drop it)",
+					x, got.UID, got.Spec.Users, r.UID)
 			}
+			must(t, c.Delete(ctx, launcher2))
+			waitFor(ctx, t, "the controller to remove the source's user", func(ctx context.Context) error {
+				got, err := reservationAt(ctx, c, x.Addr())
+				switch {
+				case err != nil:
+					return err
+				case got == nil || got.UID != r.UID:
+					return fmt.Errorf("the reservation of %s is gone or another object", x)
+				case len(got.Spec.Users) != 1 || !hasUser(got, "ic-launcher-3", "node-b"):
+					return fmt.Errorf("users %+v, want the target's alone", got.Spec.Users)
+				}
+				return nil
+			})
 			assertClaimStatus(ctx, t, c, ns, claim, x, target.Name)
 			mustCheck(ctx, t, nodeB, attT) // bridge's CHECK asks netpool whether the target holds X
 
@@ -158,6 +171,27 @@ func TestIPAMClaims(t *testing.T) {
 				}
 			})
 		}
+	})
+
+	t.Run("a claim reference that is no object name", func(t *testing.T) {
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bad-ref", Annotations: map[string]string{
+				kubestore.NetworksAnnotation: `[{"name":"vm-net","interface":"net1","ipam-claim-reference":"team-b/vmx.net1"}]`}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "compute", Image: "virt-launcher"}}},
+		}
+		must(t, c.Create(ctx, pod))
+		att := podAttachment("ic-bad-ref", mustNetNS(t), "net1", ns, pod.Name)
+		start := time.Now()
+		_, err := nodeA.Add(ctx, att)
+		var cniErr *types.Error
+		want := `references IPAMClaim "team-b/vmx.net1", which is not a valid object name`
+		if !errors.As(err, &cniErr) || cniErr.Code != ipamplugin.CodePersistentOwnerInvalid || !strings.Contains(cniErr.Msg, want) {
+			t.Fatalf("ADD: %v, want CNI error %d containing %q", err, ipamplugin.CodePersistentOwnerInvalid, want)
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Fatalf("the refusal took %v: it was retried", d)
+		}
+		mustDel(ctx, t, nodeA, att)
 	})
 
 	t.Run("an attachment without a claim reference owns its address", func(t *testing.T) {

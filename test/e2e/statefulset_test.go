@@ -25,7 +25,8 @@ import (
 // the controller, through libcni into network namespaces, in a pool with statefulSets: Sticky.
 // envtest runs no StatefulSet controller, so the test creates and deletes the pods as it would.
 // db-0..2 get A, B, C; db-1 recreated (a new UID, on the other node) gets B again; scaling to 1
-// releases B and C after the grace and keeps A; deleting the StatefulSet releases A.
+// keeps B and C while db-1 and db-2 still run, releases them once they are gone, and keeps A;
+// deleting the StatefulSet releases A.
 func TestStickyStatefulSets(t *testing.T) {
 	requireRoot(t)
 	t.Parallel()
@@ -54,7 +55,7 @@ func TestStickyStatefulSets(t *testing.T) {
 	}
 	start := func(t *testing.T, name string, ordinal int, node string, containerID string) (member, netip.Prefix) {
 		t.Helper()
-		pod := mustStatefulSetPod(ctx, t, c, sts, name, ordinal)
+		pod := mustStatefulSetPod(ctx, t, c, sts, name, ordinal, node)
 		att := podAttachment(containerID, mustNetNS(t), "net1", ns, pod.Name)
 		att.Args = append(att.Args, [2]string{"K8S_POD_UID", string(pod.UID)})
 		n := nodeA
@@ -70,7 +71,7 @@ func TestStickyStatefulSets(t *testing.T) {
 			n = nodeB
 		}
 		mustDel(ctx, t, n, m.att)
-		must(t, c.Delete(ctx, m.pod))
+		must(t, c.Delete(ctx, m.pod, client.GracePeriodSeconds(0))) // no kubelet confirms a graceful end
 	}
 	db0, a := start(t, "db-0", 0, "node-a", "ss-db-0")
 	db1, b := start(t, "db-1", 1, "node-a", "ss-db-1")
@@ -122,7 +123,7 @@ func TestStickyStatefulSets(t *testing.T) {
 		cache := mustStatefulSet(ctx, t, c, ns, "cache", 1)
 		run := func(containerID string, ips ...string) (*corev1.Pod, *libcni.RuntimeConf, netip.Prefix) {
 			t.Helper()
-			pod := mustStatefulSetPod(ctx, t, c, cache, "cache-0", 0)
+			pod := mustStatefulSetPod(ctx, t, c, cache, "cache-0", 0, "node-a")
 			att := podAttachment(containerID, mustNetNS(t), "net1", ns, pod.Name)
 			if ips != nil {
 				att.CapabilityArgs = map[string]any{"ips": ips}
@@ -132,7 +133,7 @@ func TestStickyStatefulSets(t *testing.T) {
 		end := func(pod *corev1.Pod, att *libcni.RuntimeConf) {
 			t.Helper()
 			mustDel(ctx, t, nodeA, att)
-			must(t, c.Delete(ctx, pod))
+			must(t, c.Delete(ctx, pod, client.GracePeriodSeconds(0)))
 		}
 		pod, att, got := run("ss-cache-1", "10.78.0.200/24")
 		if got.Addr() != netip.MustParseAddr("10.78.0.200") {
@@ -146,9 +147,15 @@ func TestStickyStatefulSets(t *testing.T) {
 		if pod, att, got = run("ss-cache-3", "10.78.0.201/24"); got.Addr() != netip.MustParseAddr("10.78.0.201") {
 			t.Fatalf("cache-0 requesting 10.78.0.201 got %s", got)
 		}
-		if r, err := reservationAt(ctx, c, netip.MustParseAddr("10.78.0.200")); err != nil || r != nil {
-			t.Fatalf("after cache-0 moved to 10.78.0.201 the reservation of 10.78.0.200 is %v (%v), want none", r, err)
-		}
+		// No agent deletes a persistently owned reservation: the old address, unbound, gives way
+		// to the one cache-0's pod is bound to, and the controller releases it (Superseded).
+		waitFor(ctx, t, "the release of 10.78.0.200", func(ctx context.Context) error {
+			r, err := reservationAt(ctx, c, netip.MustParseAddr("10.78.0.200"))
+			if err == nil && r != nil {
+				err = fmt.Errorf("reservation %s still there", r.Name)
+			}
+			return err
+		})
 		end(pod, att)
 		must(t, c.Delete(ctx, cache))
 		waitFor(ctx, t, "the release of 10.78.0.201", func(ctx context.Context) error {
@@ -160,11 +167,18 @@ func TestStickyStatefulSets(t *testing.T) {
 		})
 	})
 
-	t.Run("scaling to 1 releases the ordinals above", func(t *testing.T) {
-		stop(t, db2)
-		stop(t, db1)
+	t.Run("scaling to 1 releases the ordinals above once their pods are gone", func(t *testing.T) {
+		// The StatefulSet controller lowers replicas first; its pods terminate after.
 		sts.Spec.Replicas = ptr.To[int32](1)
 		must(t, c.Update(ctx, sts))
+		time.Sleep(4 * grace) // judged at once (the scale-down queues them) and at every sweep
+		for _, ip := range []netip.Prefix{b, cc} {
+			if r, err := reservationAt(ctx, c, ip.Addr()); err != nil || r == nil {
+				t.Fatalf("%s was released while its pod still runs (%v): a new pod could get it", ip, err)
+			}
+		}
+		stop(t, db2)                                                  // DEL, then the pod goes
+		must(t, c.Delete(ctx, db1.pod, client.GracePeriodSeconds(0))) // gone without a DEL: its user is stale
 		for _, ip := range []netip.Prefix{b, cc} {
 			waitFor(ctx, t, "the release of "+ip.String(), func(ctx context.Context) error {
 				r, err := reservationAt(ctx, c, ip.Addr())
@@ -212,9 +226,9 @@ func mustStatefulSet(ctx context.Context, t *testing.T, c client.Client, ns, nam
 	return sts
 }
 
-// mustStatefulSetPod creates pod name of sts as the StatefulSet controller would: controlled by
-// it, with the pod-index label.
-func mustStatefulSetPod(ctx context.Context, t *testing.T, c client.Client, sts *appsv1.StatefulSet, name string, ordinal int) *corev1.Pod {
+// mustStatefulSetPod creates pod name of sts as the StatefulSet controller would (controlled by
+// it, with the pod-index label), scheduled to node.
+func mustStatefulSetPod(ctx context.Context, t *testing.T, c client.Client, sts *appsv1.StatefulSet, name string, ordinal int, node string) *corev1.Pod {
 	t.Helper()
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: sts.Namespace, Name: name,
@@ -222,7 +236,7 @@ func mustStatefulSetPod(ctx context.Context, t *testing.T, c client.Client, sts 
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: sts.Name,
 				UID: sts.UID, Controller: ptr.To(true)}},
 		},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "db", Image: "db"}}},
+		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "db", Image: "db"}}},
 	}
 	must(t, c.Create(ctx, pod))
 	return pod

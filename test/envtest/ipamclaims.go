@@ -21,6 +21,16 @@ const (
 // it is established, for tests of allowPersistentIPs.
 func (e *Env) InstallIPAMClaimCRD(tb testing.TB) {
 	tb.Helper()
+	path := IPAMClaimCRDFile(tb)
+	if err := installCRDFile(e.Client, path); err != nil {
+		tb.Fatalf("installing the IPAMClaim CRD: %v", fmt.Errorf("%s: %w", ipamClaimsCRDFile, err))
+	}
+}
+
+// IPAMClaimCRDFile is the path of the IPAMClaim CRD in the pinned ipamclaims module, in the module
+// cache.
+func IPAMClaimCRDFile(tb testing.TB) string {
+	tb.Helper()
 	root, err := moduleRoot()
 	if err != nil {
 		tb.Fatalf("finding the checkout: %v", err)
@@ -40,7 +50,5 @@ func (e *Env) InstallIPAMClaimCRD(tb testing.TB) {
 	if dir == "" {
 		tb.Fatalf("module %s is not in the module cache (go mod download %s)", ipamClaimsModule, ipamClaimsModule)
 	}
-	if err := installCRDFile(e.Client, filepath.Join(dir, ipamClaimsCRDFile)); err != nil {
-		tb.Fatalf("installing the IPAMClaim CRD: %v", fmt.Errorf("%s: %w", ipamClaimsCRDFile, err))
-	}
+	return filepath.Join(dir, ipamClaimsCRDFile)
 }

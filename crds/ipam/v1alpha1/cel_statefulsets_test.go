@@ -58,6 +58,9 @@ func TestCELStatefulSets(t *testing.T) {
 				[]string{"ordinal is set for, and only for, an owner of kind StatefulSet"}},
 			{"an IPAMClaim with an interface", &ipamv1.ReservationOwner{Kind: ipamv1.OwnerIPAMClaim, Namespace: "vms", Name: "a", Interface: "net1"},
 				[]string{"interface is set for, and only for, an owner of kind StatefulSet"}},
+			{"an IPAMClaim with its UID", &ipamv1.ReservationOwner{Kind: ipamv1.OwnerIPAMClaim, Namespace: "vms", Name: "a", UID: "0d7f6c1e-5a4b-4c3d-9e8f-7a6b5c4d3e2f"}, nil},
+			{"a StatefulSet with a UID", &ipamv1.ReservationOwner{Kind: ipamv1.OwnerStatefulSet, Namespace: "apps", Name: "db", Ordinal: ptr.To[int32](0), Interface: "net1", UID: "u"},
+				[]string{"uid is set only for an owner of kind IPAMClaim"}},
 		} {
 			t.Run(tt.name, func(t *testing.T) {
 				r := validReservation()
@@ -70,6 +73,13 @@ func TestCELStatefulSets(t *testing.T) {
 			r.Spec.Owner = sts(ptr.To[int32](1), "net1")
 			checkErr(t, env.Client.Create(t.Context(), r), nil)
 			r.Spec.Owner.Ordinal = ptr.To[int32](2)
+			checkErr(t, env.Client.Update(t.Context(), r), []string{"owner is immutable"})
+		})
+		t.Run("the claim's UID cannot change", func(t *testing.T) {
+			r := validReservation()
+			r.Spec.Owner = &ipamv1.ReservationOwner{Kind: ipamv1.OwnerIPAMClaim, Namespace: "vms", Name: "a", UID: "first"}
+			checkErr(t, env.Client.Create(t.Context(), r), nil)
+			r.Spec.Owner.UID = "second"
 			checkErr(t, env.Client.Update(t.Context(), r), []string{"owner is immutable"})
 		})
 	})

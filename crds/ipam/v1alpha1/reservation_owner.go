@@ -35,6 +35,7 @@ const MaxReservationUsers = 8
 // releases it (the controller's GC).
 // +kubebuilder:validation:XValidation:rule="(self.kind == 'StatefulSet') == has(self.ordinal)",message="ordinal is set for, and only for, an owner of kind StatefulSet"
 // +kubebuilder:validation:XValidation:rule="(self.kind == 'StatefulSet') == has(self.interface)",message="interface is set for, and only for, an owner of kind StatefulSet"
+// +kubebuilder:validation:XValidation:rule="self.kind == 'IPAMClaim' || !has(self.uid)",message="uid is set only for an owner of kind IPAMClaim"
 type ReservationOwner struct {
 	// kind is the owner's kind: IPAMClaim or StatefulSet.
 	// +required
@@ -63,6 +64,13 @@ type ReservationOwner struct {
 	// +kubebuilder:validation:MaxLength=15
 	// +kubebuilder:validation:Pattern=`^[^/:\s]+$`
 	Interface string `json:"interface,omitempty"`
+	// uid is the IPAMClaim's UID (kind IPAMClaim only): a claim deleted and created again under
+	// the same name is another claim, which does not inherit the address. Reservations made
+	// before netpool recorded it have none, and belong to the claim of their name.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	UID string `json:"uid,omitempty"`
 }
 
 // Key is the owner as one string, the allocator's name for it: kind/namespace/name, and for a
@@ -123,7 +131,35 @@ type ReservationUser struct {
 }
 
 // Is reports whether o (nil: none) is the owner want: the same kind, object, ordinal and
-// interface. Compare owners with it, not with ==, which would compare the ordinals' pointers.
+// interface, and, where both record one, the same UID (a claim made again under the name of a
+// deleted one is not its owner). Compare owners with it, not with ==, which would compare the
+// ordinals' pointers.
 func (o *ReservationOwner) Is(want ReservationOwner) bool {
-	return o != nil && o.Key() == want.Key()
+	return o != nil && o.Key() == want.Key() && (o.UID == "" || want.UID == "" || o.UID == want.UID)
+}
+
+// DropUsers removes from r's users (spec.users) those drop selects, and reports whether any went.
+// When the holder (spec.containerID, ifName, podRef, podUID) goes while others stay bound, the last
+// bound of them becomes the holder, so that nothing finds the address under an attachment that
+// left it; when the last goes, the holder stays as a record of who held it last. The agent unbinds
+// its own attachments and the controller removes users whose pods are gone, both with it.
+func (r *OverlappingRangeIPReservation) DropUsers(drop func(ReservationUser) bool) bool {
+	var kept []ReservationUser
+	holderKept := false
+	for _, u := range r.Spec.Users {
+		if drop(u) {
+			continue
+		}
+		kept = append(kept, u)
+		holderKept = holderKept || u.ContainerID == r.Spec.ContainerID && u.IfName == r.Spec.IfName
+	}
+	if len(kept) == len(r.Spec.Users) {
+		return false
+	}
+	r.Spec.Users = kept
+	if len(kept) > 0 && !holderKept {
+		last := kept[len(kept)-1]
+		r.Spec.ContainerID, r.Spec.IfName, r.Spec.PodRef, r.Spec.PodUID = last.ContainerID, last.IfName, last.PodRef, last.PodUID
+	}
+	return true
 }
