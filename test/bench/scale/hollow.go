@@ -154,12 +154,3 @@ func startAll(ctx context.Context, hs []*hollow, parallel int, within time.Durat
 	wg.Wait()
 	return time.Since(began), failed, first
 }
-
-// counts sums the counters of hs.
-func counts(hs []*hollow) apicount.Counts {
-	total := apicount.New().Snapshot()
-	for _, h := range hs {
-		total.Add(h.count.Snapshot())
-	}
-	return total
-}
