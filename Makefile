@@ -29,16 +29,18 @@ version: ## Print the version that build stamps into the binaries
 image: ## One image with every binary (linux/amd64, linux/arm64) as an OCI layout and tarballs in bin/image; no Docker engine needed
 	$(GO) run ./hack/image -out bin/image -version "$(VERSION)" -ldflags "$(LDFLAGS)"
 
-demo: build ## A real CNI chain (bridge + netpool on bbolt) in network namespaces; needs root
+demo: ## A real CNI chain (bridge + netpool on bbolt) in network namespaces; needs root
 	@if [ "$$(id -u)" != 0 ]; then echo "make demo needs root (it creates network namespaces, veths and a bridge)"; exit 2; fi
+	@# Only what the demo runs: netpoolctl here, the plugin by the demo itself (test/harness).
+	@$(MAKE) --no-print-directory build BINARIES=netpoolctl
 	$(GO) run ./test/demo -netpoolctl $(BINDIR)/netpoolctl
 
 test: lint ## Every test: unit, fuzz seed corpora, process-level, network namespaces (as root), envtest
 	@# Build (or find cached) kube-apiserver and etcd first, so a cold build is not charged to a test's timeout.
 	KUBEBUILDER_ASSETS="$$(bash hack/envtest-binaries.sh)" $(GO) test -race -count=1 -timeout 30m ./...
 
-unit: ## Only the tests that need neither root, built binaries nor an API server
-	$(GO) test -race -count=1 ./ipam/... ./allocator ./allocator/boltstore ./cni-plugin/ipamplugin ./cni-plugin/agentproto ./cni-plugin/egressrouter
+unit: ## Only the tests that need neither root, built binaries nor an API server (each of those skips itself under -short, saying why)
+	$(GO) test -race -short -count=1 ./...
 
 bench: ## Performance against the peers and the targets, measured in the same run (embedded, Kubernetes, IPAMClaims, controller, 100 hollow nodes, EgressRouter reconcile, egress data path)
 	@# Every table is printed even when an earlier one misses a target; the exit status reports any miss.

@@ -11,10 +11,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/netpool/netpool/allocator/ippool"
 	"github.com/netpool/netpool/cli/migrate"
-	"github.com/netpool/netpool/controller"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
+	"github.com/netpool/netpool/internal/ippool"
 )
 
 // The kinds of finding `netpoolctl check` reports in a cluster (docs/cli-output.md).
@@ -237,7 +236,7 @@ func (c *clusterChecker) checkSlices(items []ipamv1.IPPoolSlice, nodes []corev1.
 	}
 }
 
-// checkStatus compares each pool's status counts with controller.StatusCounts of its spec and its
+// checkStatus compares each pool's status counts with the pool model's counts (ippool.CountsOf) of its spec and its
 // reservations.
 func (c *clusterChecker) checkStatus(pools []ipamv1.IPPool, byName map[string]*ipamv1.IPPool, counts map[string]int64) {
 	for i := range pools {
@@ -246,7 +245,7 @@ func (c *clusterChecker) checkStatus(pools []ipamv1.IPPool, byName map[string]*i
 			continue
 		}
 		obj := "ippool/" + p.Name
-		capacity, allocated, free := controller.StatusCounts(p, counts[p.Name])
+		capacity, allocated, free := ippool.CountsOf(p, counts[p.Name]).Status()
 		s := p.Status
 		if s.Allocated == nil {
 			c.add(findingStatusCounts, obj, "status.allocated is unset: the controller has not counted this pool's %d reservations (is it running?)", allocated)

@@ -15,8 +15,8 @@ import (
 
 	"github.com/netpool/netpool/allocator"
 	"github.com/netpool/netpool/allocator/boltstore"
-	"github.com/netpool/netpool/controller"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
+	"github.com/netpool/netpool/internal/scheme"
 	"github.com/netpool/netpool/ipam"
 
 	bolt "go.etcd.io/bbolt"
@@ -154,12 +154,12 @@ func TestCheckFindsASliceOfAMissingPool(t *testing.T) {
 // the parser's), so this pure check of the logic uses a fake client: a pool stored before a
 // rule existed must be reported, not skipped in silence.
 func TestCheckReportsAPoolThatDoesNotParse(t *testing.T) {
-	scheme, err := controller.NewScheme()
+	s, err := scheme.New()
 	if err != nil {
 		t.Fatal(err)
 	}
 	bad := &ipamv1.IPPool{ObjectMeta: metav1.ObjectMeta{Name: "broken"}, Spec: ipamv1.IPPoolSpec{Range: "10.0.0.0/33"}}
-	c := clusterChecker{client: fake.NewClientBuilder().WithScheme(scheme).WithObjects(bad).Build()}
+	c := clusterChecker{client: fake.NewClientBuilder().WithScheme(s).WithObjects(bad).Build()}
 	report, err := c.run(context.Background())
 	if err != nil {
 		t.Fatal(err)

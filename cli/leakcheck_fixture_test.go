@@ -18,9 +18,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/netpool/netpool/allocator/ippool"
-	"github.com/netpool/netpool/allocator/kubestore"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
+	"github.com/netpool/netpool/internal/ippool"
 	"github.com/netpool/netpool/test/envtest"
 )
 
@@ -92,7 +91,7 @@ func (e *lcEnv) reservationNamed(p *ipamv1.IPPool, addr, podRef, uid, node, name
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        name,
 			Labels:      map[string]string{ipamv1.NodeLabel: ipamv1.LabelValue(node), ipamv1.PoolLabel: ipamv1.LabelValue(p.Name)},
-			Annotations: map[string]string{kubestore.NetworkAnnotation: p.Spec.NetworkName},
+			Annotations: map[string]string{ipamv1.NetworkAnnotation: p.Spec.NetworkName},
 		},
 		Spec: ipamv1.OverlappingRangeIPReservationSpec{
 			Address: a.String(), Pool: p.Name, ContainerID: "ctr-" + strings.ReplaceAll(a.String(), ".", "-"), IfName: "net1",

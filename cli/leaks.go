@@ -15,9 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/netpool/netpool/controller"
-	"github.com/netpool/netpool/controller/gcpolicy"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
+	"github.com/netpool/netpool/internal/gcpolicy"
 )
 
 // leakReport is the json and yaml schema of `netpoolctl leaks` (docs/cli-output.md).
@@ -61,7 +60,7 @@ func newLeaks(opts *options) *cobra.Command {
 		Use:   "leaks",
 		Short: "List reservations whose owner is gone, by the controller's GC policy (read-only)",
 		Long: `leaks lists the reservations that the controller's garbage collector judges leaked, with
-the reason and the detail of each: the same policy code (package controller/gcpolicy), so
+the reason and the detail of each: the same policy code (package internal/gcpolicy), so
 leaks never names a reservation the controller would keep, nor hides one it would release.
 A reservation counts as leaked when it is older than --grace and its pod was deleted
 (PodDeleted), replaced by a pod of the same name with another UID (PodReplaced), has
@@ -120,7 +119,7 @@ Examples:
 			return emit(cmd.OutOrStdout(), f, leakTable(leaks, opts.now()), leakReport{docHeader: docHeader{APIVersion: schemaVersion, Kind: "LeakList", Source: "cluster"}, Grace: grace.String(), Leaks: leaks})
 		},
 	}
-	cmd.Flags().DurationVar(&grace, "grace", controller.DefaultGCGrace, "a reservation younger than this is never leaked (the controller's --gc-grace)")
+	cmd.Flags().DurationVar(&grace, "grace", gcpolicy.DefaultGrace, "a reservation younger than this is never leaked (the controller's --gc-grace)")
 	cmd.Flags().StringVarP(&namespace, "namespace", "n", "", "only the reservations of pods in this namespace (default: every namespace)")
 	return cmd
 }

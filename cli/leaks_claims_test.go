@@ -9,8 +9,8 @@ import (
 	ipamclaimsv1 "github.com/k8snetworkplumbingwg/ipamclaims/pkg/crd/ipamclaims/v1alpha1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/netpool/netpool/controller/gcpolicy"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
+	"github.com/netpool/netpool/internal/gcpolicy"
 )
 
 // TestLeaksJudgesClaimedAddressesByTheirClaim: an address an IPAMClaim owns is no leak while the

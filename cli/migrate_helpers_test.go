@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/netpool/netpool/cni-plugin/agent"
-	"github.com/netpool/netpool/controller"
+	"github.com/netpool/netpool/internal/scheme"
 	"github.com/netpool/netpool/test/agenttest"
 	"github.com/netpool/netpool/test/envtest"
 	"github.com/netpool/netpool/test/harness"
@@ -47,11 +47,11 @@ func mustWhereabouts(t *testing.T) *whereaboutsEnv {
 	env.InstallNADCRD(t)
 	env.InstallCRDFiles(t, filepath.Join(crds, "whereabouts.cni.cncf.io_ippools.yaml"),
 		filepath.Join(crds, "whereabouts.cni.cncf.io_overlappingrangeipreservations.yaml"))
-	scheme, err := controller.NewScheme()
+	s, err := scheme.New()
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := client.New(env.Config, client.Options{Scheme: scheme})
+	c, err := client.New(env.Config, client.Options{Scheme: s})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,9 +19,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/netpool/netpool/allocator"
-	"github.com/netpool/netpool/allocator/kubestore"
 	"github.com/netpool/netpool/cli/migrate"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
+	"github.com/netpool/netpool/internal/reservation"
 	"github.com/netpool/netpool/test/harness"
 )
 
@@ -108,7 +108,7 @@ func TestMigrateWhereabouts(t *testing.T) {
 			want := ipamv1.OverlappingRangeIPReservationSpec{Address: given[i].String(), Pool: pool, ContainerID: ids[i], IfName: "net1",
 				PodRef: ns + "/" + p.Name, PodUID: string(p.UID), Node: p.Spec.NodeName, NetworkName: networkName}
 			if !equality.Semantic.DeepEqual(r.Spec, want) || r.Name != networkName+"."+given[i].String() || r.Labels[ipamv1.NodeLabel] != p.Spec.NodeName ||
-				r.Labels[ipamv1.PoolLabel] != pool || r.Annotations[kubestore.NetworkAnnotation] != network {
+				r.Labels[ipamv1.PoolLabel] != pool || r.Annotations[ipamv1.NetworkAnnotation] != network {
 				t.Errorf("reservation %s: %+v %v %v; want spec %+v, node label %s, network %s", r.Name, r.Spec, r.Labels, r.Annotations, want, p.Spec.NodeName, network)
 			}
 		}
@@ -136,7 +136,7 @@ func TestMigrateWhereabouts(t *testing.T) {
 	}
 
 	t.Run("an address netpool gives to someone else is a conflict, never overwritten", func(t *testing.T) {
-		planted := kubestore.NewReservation("mig-b", pool, networkName, networkName, &allocator.Allocation{Addr: a3Addr,
+		planted := reservation.New("mig-b", pool, networkName, networkName, &allocator.Allocation{Addr: a3Addr,
 			Owner: allocator.Owner{ContainerID: "planted", IfName: "net1"}, Network: "someone-else"})
 		w.mustCreate(t, planted)
 		before := reservationsOf(t, w, pool)

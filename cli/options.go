@@ -10,7 +10,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/netpool/netpool/controller"
+	"github.com/netpool/netpool/internal/scheme"
 )
 
 // options are the flags every inspecting command shares: where the allocations live (a cluster,
@@ -73,11 +73,11 @@ func (o *options) kubeClient() (client.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	scheme, err := controller.NewScheme()
+	s, err := scheme.New()
 	if err != nil {
 		return nil, err
 	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	c, err := client.New(cfg, client.Options{Scheme: s})
 	if err != nil {
 		return nil, fmt.Errorf("failed to create a client of %s: %w", cfg.Host, err)
 	}

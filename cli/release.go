@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/netpool/netpool/cli/inventory"
-	"github.com/netpool/netpool/controller/gcpolicy"
+	"github.com/netpool/netpool/internal/gcpolicy"
 )
 
 // releaseDoc is the document of release.

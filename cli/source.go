@@ -5,7 +5,7 @@ import (
 
 	"github.com/netpool/netpool/allocator/boltstore"
 	"github.com/netpool/netpool/cli/inventory"
-	"github.com/netpool/netpool/controller"
+	"github.com/netpool/netpool/internal/gcpolicy"
 )
 
 // source opens where the allocations live: the bbolt file of --db (never created: a missing or
@@ -28,5 +28,5 @@ func (o *options) source() (inventory.Source, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &inventory.Cluster{Client: c, Now: o.now, Grace: controller.DefaultGCGrace}, nil
+	return &inventory.Cluster{Client: c, Now: o.now, Grace: gcpolicy.DefaultGrace}, nil
 }

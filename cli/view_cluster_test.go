@@ -17,7 +17,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/netpool/netpool/allocator/kubestore"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
 	"github.com/netpool/netpool/test/envtest"
 )
@@ -113,7 +112,7 @@ func (f *clusterFixture) reserve(t *testing.T, pool, addr, pod, uid, ifName, nod
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        ipamv1.ReservationName(ctlNetwork, netip.MustParseAddr(addr)),
 			Labels:      map[string]string{ipamv1.NodeLabel: ipamv1.LabelValue(node), ipamv1.PoolLabel: ipamv1.LabelValue(pool)},
-			Annotations: map[string]string{kubestore.NetworkAnnotation: "macvlan1"},
+			Annotations: map[string]string{ipamv1.NetworkAnnotation: "macvlan1"},
 		},
 		Spec: ipamv1.OverlappingRangeIPReservationSpec{
 			Address: addr, Pool: pool, ContainerID: "ctr-" + pod + "-" + ifName, IfName: ifName,

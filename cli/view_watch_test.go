@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/netpool/netpool/allocator"
 	"github.com/netpool/netpool/allocator/boltstore"
 	"github.com/netpool/netpool/ipam"
+	"github.com/netpool/netpool/test/poll"
 )
 
 // watchBuffer is a bytes.Buffer that a watching command writes while the test reads it.
@@ -47,16 +49,17 @@ func watchPools(t *testing.T, args []string, change func()) string {
 	headers := func() int { return strings.Count(out.String(), "NAME ") }
 	waitFor := func(what string, n int) {
 		t.Helper()
-		deadline := time.After(20 * time.Second)
-		for headers() != n {
+		poll.Eventually(t, 20*time.Second, what, func() error {
 			select {
 			case err := <-done:
 				t.Fatalf("watch ended (%v) before %s; printed %q", err, what, out.String())
-			case <-deadline:
-				t.Fatalf("no %s; printed %q", what, out.String())
-			case <-time.After(10 * time.Millisecond):
+			default:
 			}
-		}
+			if headers() != n {
+				return fmt.Errorf("printed %q", out.String())
+			}
+			return nil
+		})
 	}
 	waitFor("first listing", 1)
 	time.Sleep(100 * time.Millisecond) // five polls that see no change

@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/netpool/netpool/allocator/ippool"
 	"github.com/netpool/netpool/cli/inventory"
+	"github.com/netpool/netpool/internal/ippool"
 )
 
 // whoisStates are the STATE of a whois row: Held, or what the pool's range makes the address

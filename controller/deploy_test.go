@@ -23,24 +23,27 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/netpool/netpool/controller/internal/ctrltest"
+	nadreconciler "github.com/netpool/netpool/controller/internal/nad"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
 	networkv1 "github.com/netpool/netpool/crds/network/v1"
+	"github.com/netpool/netpool/test/poll"
 )
 
 // deployNamespace is where deploy/ runs the controller.
 const deployNamespace = "netpool-system"
 
 // controllerManifests are the files of deploy/ that run the controller, in the order an operator
-// applies them (deploy/crds/ first).
+// applies them (deploy/base/crds/ first).
 var controllerManifests = []string{"namespace.yaml", "controller-role.yaml", "controller-rbac.yaml", "controller.yaml"}
 
 func TestDeployManifestsApplyWithAServerSideDryRun(t *testing.T) {
-	newFixture(t, nil)
-	mustNamespace(t, deployNamespace) // a dry run creates no namespace for the objects in it
+	f := ctrltest.NewFixture(t, nil)
+	mustNamespace(f, deployNamespace) // a dry run creates no namespace for the objects in it
 	files := []string{}
 	crds, err := filepath.Glob(filepath.Join("..", "deploy", "base", "crds", "*.yaml"))
 	if err != nil || len(crds) == 0 {
-		t.Fatalf("no CRDs in deploy/crds (%v)", err)
+		t.Fatalf("no CRDs in deploy/base/crds (%v)", err)
 	}
 	files = append(files, crds...)
 	for _, f := range controllerManifests {
@@ -49,7 +52,7 @@ func TestDeployManifestsApplyWithAServerSideDryRun(t *testing.T) {
 	kinds := map[string]int{}
 	for _, path := range files {
 		for _, obj := range mustReadManifests(t, path) {
-			err := direct.Apply(context.Background(), client.ApplyConfigurationFromUnstructured(obj),
+			err := f.C.Apply(context.Background(), client.ApplyConfigurationFromUnstructured(obj),
 				client.FieldOwner("netpool-deploy-test"), client.ForceOwnership, client.DryRunAll)
 			if err != nil {
 				t.Errorf("%s: %s %s does not apply: %v", path, obj.GetKind(), obj.GetName(), err)
@@ -69,30 +72,30 @@ func TestDeployManifestsApplyWithAServerSideDryRun(t *testing.T) {
 // pool's status, a leak released, a deleted node's slice returned, Events, the leader Lease),
 // and the identity may do nothing beyond.
 func TestControllerDoesItsJobAsItsServiceAccount(t *testing.T) {
-	f := newFixture(t, nil)
-	mustNamespace(t, deployNamespace)
+	f := ctrltest.NewFixture(t, nil)
+	mustNamespace(f, deployNamespace)
 	for _, name := range controllerManifests[:3] {
 		for _, obj := range mustReadManifests(t, filepath.Join("..", "deploy", "base", name)) {
-			err := direct.Apply(context.Background(), client.ApplyConfigurationFromUnstructured(obj),
+			err := f.C.Apply(context.Background(), client.ApplyConfigurationFromUnstructured(obj),
 				client.FieldOwner("netpool-deploy-test"), client.ForceOwnership)
 			if err != nil {
 				t.Fatalf("applying %s %s: %v", obj.GetKind(), obj.GetName(), err)
 			}
 		}
 	}
-	kubeconfig := env.ServiceAccountKubeconfig(t, deployNamespace, "netpool-controller")
+	kubeconfig := f.Env.ServiceAccountKubeconfig(t, deployNamespace, "netpool-controller")
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	f.node("node-a")
-	pool := f.pool("rbac", "10.60.0.0/24", "")
-	pod := f.pod("gone", corev1.PodRunning, "10.60.0.5")
-	leak := f.reservation(pool.Name, "10.60.0.5", pod, "node-a")
-	f.deletePod(pod)
-	orphan := f.slice(pool.Name, 0, "10.60.0.0/28", "node-gone")
-	nad := f.nad("inline", conflist(`{"type":"netpool","datastore":"kubernetes","range":"10.61.0.0/24"}`))
+	f.Node("node-a")
+	pool := f.Pool("rbac", "10.60.0.0/24", "")
+	pod := f.Pod("gone", corev1.PodRunning, "10.60.0.5")
+	leak := f.Reservation(pool.Name, "10.60.0.5", pod, "node-a")
+	f.DeletePod(pod)
+	orphan := f.Slice(pool.Name, 0, "10.60.0.0/28", "node-gone")
+	nad := f.NAD("inline", ctrltest.Conflist(`{"type":"netpool","datastore":"kubernetes","range":"10.61.0.0/24"}`))
 
 	opts := testOptions()
 	opts.LeaderElection = true
@@ -101,18 +104,18 @@ func TestControllerDoesItsJobAsItsServiceAccount(t *testing.T) {
 	opts.SliceGrace = time.Hour
 	m := mustStartManager(t, cfg, opts)
 
-	eventually(t, 15*time.Second, "the leader Lease is taken", func() error {
+	poll.Eventually(t, 15*time.Second, "the leader Lease is taken", func() error {
 		if !elected(m) {
 			return errors.New("not elected")
 		}
 		return nil
 	})
-	eventually(t, 10*time.Second, "the leak is released", gone(leak))
-	eventually(t, 10*time.Second, "the deleted node's slice goes back", gone(orphan))
-	eventually(t, 10*time.Second, "the NAD's pool is created", exists(&ipamv1.IPPool{ObjectMeta: metav1.ObjectMeta{Name: "10.61.0.0-24"}}))
-	eventually(t, 10*time.Second, "the pool's status is written", func() error {
+	poll.Eventually(t, 10*time.Second, "the leak is released", f.Gone(leak))
+	poll.Eventually(t, 10*time.Second, "the deleted node's slice goes back", f.Gone(orphan))
+	poll.Eventually(t, 10*time.Second, "the NAD's pool is created", f.Exists(&ipamv1.IPPool{ObjectMeta: metav1.ObjectMeta{Name: "10.61.0.0-24"}}))
+	poll.Eventually(t, 10*time.Second, "the pool's status is written", func() error {
 		got := &ipamv1.IPPool{}
-		if err := direct.Get(context.Background(), client.ObjectKeyFromObject(pool), got); err != nil {
+		if err := f.C.Get(context.Background(), client.ObjectKeyFromObject(pool), got); err != nil {
 			return err
 		}
 		if got.Status.Capacity != "254" {
@@ -120,12 +123,12 @@ func TestControllerDoesItsJobAsItsServiceAccount(t *testing.T) {
 		}
 		return nil
 	})
-	eventually(t, 10*time.Second, "events.k8s.io Events are recorded", func() error {
-		return wantEvent(t, nad.UID, corev1.EventTypeNormal, EventPoolCreated, "10.61.0.0-24")
+	poll.Eventually(t, 10*time.Second, "events.k8s.io Events are recorded", func() error {
+		return f.WantEvent(nad.UID, corev1.EventTypeNormal, nadreconciler.EventPoolCreated, "10.61.0.0-24")
 	})
-	eventually(t, 10*time.Second, "the leader election Event is recorded", func() error {
+	poll.Eventually(t, 10*time.Second, "the leader election Event is recorded", func() error {
 		var list corev1.EventList
-		if err := direct.List(context.Background(), &list, client.InNamespace(deployNamespace)); err != nil {
+		if err := f.C.List(context.Background(), &list, client.InNamespace(deployNamespace)); err != nil {
 			return err
 		}
 		for _, e := range list.Items {
@@ -136,22 +139,22 @@ func TestControllerDoesItsJobAsItsServiceAccount(t *testing.T) {
 		return errors.New("no LeaderElection Event")
 	})
 	// An EgressRouter with a pool: its address claimed, its children made, its status written.
-	router := f.testRouter("rbac")
+	router := f.TestRouter("rbac")
 	router.Spec.Addresses = []networkv1.EgressRouterAddress{{IP: "10.60.0.99/24", Gateway: "10.60.0.1"}}
 	router.Spec.Redirect.RedirectRules = router.Spec.Redirect.RedirectRules[1:]
 	router.Spec.Pool = pool.Name
-	f.create(router)
-	f.bringUp("rbac")
-	eventually(t, 10*time.Second, "the router's address is claimed", exists(&ipamv1.OverlappingRangeIPReservation{ObjectMeta: metav1.ObjectMeta{Name: "10.60.0.99"}}))
-	if err := direct.Delete(context.Background(), router); err != nil {
+	f.Create(router)
+	f.BringUp("rbac")
+	poll.Eventually(t, 10*time.Second, "the router's address is claimed", f.Exists(&ipamv1.OverlappingRangeIPReservation{ObjectMeta: metav1.ObjectMeta{Name: "10.60.0.99"}}))
+	if err := f.C.Delete(context.Background(), router); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "the router is finalized", gone(router))
-	if logs := m.logs.String(); strings.Contains(logs, "forbidden") {
+	poll.Eventually(t, 10*time.Second, "the router is finalized", f.Gone(router))
+	if logs := m.Logs.String(); strings.Contains(logs, "forbidden") {
 		t.Errorf("the controller was refused something:\n%s", logs)
 	}
 
-	sa, err := env.NewClient(kubeconfig)
+	sa, err := f.Env.NewClient(kubeconfig)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +184,7 @@ func wantForbidden(t *testing.T, sa client.Client) {
 			return sa.Update(ctx, u)
 		},
 		// Deleting pools is granted: the controller removes derived pools that nothing uses
-		// (RBAC cannot narrow it to them; derived_pool_controller.go deletes no other).
+		// (RBAC cannot narrow it to them; package derivedpool deletes no other).
 		"delete every pool at once": func() error { return sa.DeleteAllOf(ctx, &ipamv1.IPPool{}) },
 		"update pools":              func() error { return sa.Update(ctx, pool) },
 		"delete nodes":              func() error { return sa.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}}) },
@@ -203,9 +206,10 @@ func leaseObject() client.Object {
 }
 
 // mustNamespace creates a namespace unless it exists.
-func mustNamespace(t *testing.T, name string) {
+func mustNamespace(f *ctrltest.Fixture, name string) {
+	t := f.T
 	t.Helper()
-	err := direct.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	err := f.C.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatalf("creating namespace %s: %v", name, err)
 	}

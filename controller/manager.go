@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"time"
 
-	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -16,6 +15,21 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/netpool/netpool/controller/internal/clock"
+	"github.com/netpool/netpool/controller/internal/derivedpool"
+	"github.com/netpool/netpool/controller/internal/egressrouter"
+	"github.com/netpool/netpool/controller/internal/gc"
+	"github.com/netpool/netpool/controller/internal/index"
+	"github.com/netpool/netpool/controller/internal/metrics"
+	"github.com/netpool/netpool/controller/internal/nad"
+	"github.com/netpool/netpool/controller/internal/node"
+	"github.com/netpool/netpool/controller/internal/poolstatus"
+	"github.com/netpool/netpool/controller/internal/recorder"
+	"github.com/netpool/netpool/controller/internal/release"
+	"github.com/netpool/netpool/controller/internal/slice"
+	"github.com/netpool/netpool/controller/internal/slim"
+	"github.com/netpool/netpool/internal/scheme"
 )
 
 // eventSource is the reporting controller named on every Event.
@@ -53,14 +67,14 @@ func New(cfg *rest.Config, opts Options) (manager.Manager, error) {
 	if cfg.UserAgent == "" {
 		cfg.UserAgent = eventSource
 	}
-	scheme, err := NewScheme()
+	s, err := scheme.New()
 	if err != nil {
 		return nil, err
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                        scheme,
+		Scheme:                        s,
 		Logger:                        opts.Logger,
-		Cache:                         cacheOptions(),
+		Cache:                         slim.CacheOptions(),
 		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsBindAddress},
 		HealthProbeBindAddress:        opts.HealthProbeBindAddress,
 		LeaderElection:                opts.LeaderElection,
@@ -89,35 +103,39 @@ func setup(mgr manager.Manager, opts Options) error {
 	if reg == nil {
 		reg = ctrlmetrics.Registry
 	}
-	m, err := NewMetrics(reg)
+	m, err := metrics.New(reg)
 	if err != nil {
 		return err
 	}
-	if err := setupIndexes(context.Background(), mgr.GetFieldIndexer(), baseIndexes()); err != nil {
+	if err := index.Setup(context.Background(), mgr.GetFieldIndexer(), index.Base()); err != nil {
 		return err
 	}
-	recorder := truncatingRecorder{EventRecorder: mgr.GetEventRecorder(eventSource), log: mgr.GetLogger().WithName("events")}
-	rel := &releaser{client: mgr.GetClient(), recorder: recorder, metrics: m, dryRun: opts.DryRun}
+	rec := recorder.Truncating{EventRecorder: mgr.GetEventRecorder(eventSource), Log: mgr.GetLogger().WithName("events")}
+	rel := &release.Releaser{Client: mgr.GetClient(), Recorder: rec, Metrics: m, DryRun: opts.DryRun}
+	now := clock.Func(opts.Now)
 	reconcilers := []interface{ SetupWithManager(ctrl.Manager) error }{
-		&poolStatusReconciler{
-			Client: mgr.GetClient(), Live: mgr.GetAPIReader(), Recorder: recorder, Metrics: m,
-			Interval: opts.PoolStatusInterval, Now: opts.Now,
+		&poolstatus.Reconciler{
+			Client: mgr.GetClient(), Live: mgr.GetAPIReader(), Recorder: rec, Metrics: m,
+			Interval: opts.PoolStatusInterval, Now: now,
 		},
-		&gcReconciler{
+		&gc.Reconciler{
 			Client: mgr.GetClient(), Live: mgr.GetAPIReader(), Metrics: m, Release: rel,
-			Grace: opts.GCGrace, SweepInterval: opts.SweepInterval, Workers: opts.GCWorkers, Now: opts.Now,
+			Grace: opts.GCGrace, SweepInterval: opts.SweepInterval, Workers: opts.GCWorkers, Now: now,
 		},
-		&nodeReconciler{Client: mgr.GetClient(), Live: mgr.GetAPIReader(), Release: rel, Grace: opts.GCGrace, Now: opts.Now},
-		&sliceReconciler{Client: mgr.GetClient(), Release: rel, Grace: opts.SliceGrace, Now: opts.Now},
-		&egressRouterReconciler{Client: mgr.GetClient(), Live: mgr.GetAPIReader(), Recorder: recorder, Image: opts.EgressRouterImage, Workers: egressWorkers},
-		&derivedPoolReconciler{Client: mgr.GetClient(), Live: mgr.GetAPIReader(), Grace: opts.GCGrace, Now: opts.Now},
+		&node.Reconciler{Client: mgr.GetClient(), Live: mgr.GetAPIReader(), Release: rel, Grace: opts.GCGrace, Now: now},
+		&slice.Reconciler{Client: mgr.GetClient(), Release: rel, Grace: opts.SliceGrace, Now: now},
+		&egressrouter.Reconciler{
+			Client: mgr.GetClient(), Live: mgr.GetAPIReader(), Recorder: rec, Image: opts.EgressRouterImage,
+			Workers: egressrouter.DefaultWorkers,
+		},
+		&derivedpool.Reconciler{Client: mgr.GetClient(), Live: mgr.GetAPIReader(), Grace: opts.GCGrace, Now: now},
 	}
 	for _, r := range reconcilers {
 		if err := r.SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("failed to set up %T: %w", r, err)
 		}
 	}
-	gate, err := newNADGate(mgr, &nadReconciler{Client: mgr.GetClient(), Recorder: recorder})
+	gate, err := nad.NewGate(mgr, &nad.Reconciler{Client: mgr.GetClient(), Recorder: rec})
 	if err != nil {
 		return err
 	}
@@ -130,33 +148,10 @@ func setup(mgr manager.Manager, opts Options) error {
 	if err := mgr.AddReadyzCheck("cache", cacheSynced(mgr)); err != nil {
 		return fmt.Errorf("failed to add the readiness check: %w", err)
 	}
-	if err := mgr.AddReadyzCheck("nad-crd", gate.checker()); err != nil {
+	if err := mgr.AddReadyzCheck("nad-crd", gate.Checker()); err != nil {
 		return fmt.Errorf("failed to add the NAD CRD readiness check: %w", err)
 	}
 	return nil
-}
-
-// newNADGate returns the gate that registers the NAD indexes and nad with mgr once the NAD CRD is
-// served.
-func newNADGate(mgr manager.Manager, nad *nadReconciler) (*nadGate, error) {
-	d, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
-	if err != nil {
-		return nil, fmt.Errorf("failed to create the discovery client: %w", err)
-	}
-	var indexed bool
-	setup := func(ctx context.Context) error {
-		if !indexed {
-			if err := setupIndexes(ctx, mgr.GetFieldIndexer(), nadIndexes()); err != nil {
-				return err
-			}
-			indexed = true
-		}
-		if err := nad.SetupWithManager(mgr); err != nil {
-			return fmt.Errorf("failed to set up %T: %w", nad, err)
-		}
-		return nil
-	}
-	return &nadGate{discovery: d, setup: setup, log: mgr.GetLogger().WithName("nad-crd")}, nil
 }
 
 // cacheSynced is ready once the informer cache has synced: before that, a replica that became

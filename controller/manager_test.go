@@ -12,26 +12,31 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/rest"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/netpool/netpool/controller/internal/ctrltest"
+	"github.com/netpool/netpool/controller/internal/metrics"
+	"github.com/netpool/netpool/test/poll"
 )
 
 func TestNewRejectsInvalidOptions(t *testing.T) {
 	o := testOptions()
 	o.GCWorkers = 0
-	if _, err := New(env.Config, o); err == nil || !strings.Contains(err.Error(), "--gc-workers 0") {
+	// The options are checked before anything is asked of the API server: none is needed.
+	nowhere := &rest.Config{Host: "http://127.0.0.1:1"}
+	if _, err := New(nowhere, o); err == nil || !strings.Contains(err.Error(), "--gc-workers 0") {
 		t.Fatalf("New: %v", err)
 	}
-	if err := Run(context.Background(), env.Config, o); err == nil {
+	if err := Run(context.Background(), nowhere, o); err == nil {
 		t.Fatal("Run with invalid options succeeded")
 	}
 }
 
 func TestNewFailsWhenItsMetricsAreTaken(t *testing.T) {
-	if env == nil {
-		t.Skip("envtest did not start")
-	}
+	env := ctrltest.SharedEnv(t)
 	reg := prometheus.NewRegistry()
-	if _, err := NewMetrics(reg); err != nil {
+	if _, err := metrics.New(reg); err != nil {
 		t.Fatal(err)
 	}
 	o := testOptions()
@@ -42,9 +47,7 @@ func TestNewFailsWhenItsMetricsAreTaken(t *testing.T) {
 }
 
 func TestNewFailsOnAnUnusableProbeAddress(t *testing.T) {
-	if env == nil {
-		t.Skip("envtest did not start")
-	}
+	env := ctrltest.SharedEnv(t)
 	o := testOptions()
 	o.HealthProbeBindAddress = "256.0.0.1:1"
 	if _, err := New(env.Config, o); err == nil || !strings.Contains(err.Error(), "failed to create the controller manager") {
@@ -53,9 +56,7 @@ func TestNewFailsOnAnUnusableProbeAddress(t *testing.T) {
 }
 
 func TestRunReportsAManagerThatCannotStart(t *testing.T) {
-	if env == nil {
-		t.Skip("envtest did not start")
-	}
+	env := ctrltest.SharedEnv(t)
 	o := testOptions()
 	o.Registerer = prometheus.NewRegistry()
 	o.MetricsBindAddress = "256.0.0.1:1"
@@ -69,8 +70,8 @@ func TestRunReportsAManagerThatCannotStart(t *testing.T) {
 // TestManagerServesHealthReadinessAndMetrics is the one test whose manager registers its metrics
 // with controller-runtime's registry, which /metrics serves.
 func TestManagerServesHealthReadinessAndMetrics(t *testing.T) {
-	f := newFixture(t, nil)
-	f.pool("served", "10.70.0.0/24", "")
+	f := ctrltest.NewFixture(t, nil)
+	f.Pool("served", "10.70.0.0/24", "")
 	o := testOptions()
 	o.HealthProbeBindAddress, o.MetricsBindAddress = freeAddr(t), freeAddr(t)
 	o.Registerer = ctrlmetrics.Registry
@@ -89,12 +90,12 @@ func TestManagerServesHealthReadinessAndMetrics(t *testing.T) {
 		return string(body), err
 	}
 	for _, path := range []string{"/healthz", "/readyz"} {
-		eventually(t, 10*time.Second, path, func() error {
+		poll.Eventually(t, 10*time.Second, path, func() error {
 			_, err := get("http://" + o.HealthProbeBindAddress + path)
 			return err
 		})
 	}
-	eventually(t, 10*time.Second, "/metrics has the pool's gauges and controller-runtime's errors", func() error {
+	poll.Eventually(t, 10*time.Second, "/metrics has the pool's gauges and controller-runtime's errors", func() error {
 		body, err := get("http://" + o.MetricsBindAddress + "/metrics")
 		if err != nil {
 			return err
@@ -109,9 +110,7 @@ func TestManagerServesHealthReadinessAndMetrics(t *testing.T) {
 }
 
 func TestReadinessWaitsForTheCache(t *testing.T) {
-	if env == nil {
-		t.Skip("envtest did not start")
-	}
+	env := ctrltest.SharedEnv(t)
 	o := testOptions()
 	o.Registerer = prometheus.NewRegistry()
 	mgr, err := New(env.Config, o)

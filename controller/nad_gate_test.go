@@ -14,27 +14,25 @@ import (
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/netpool/netpool/controller/internal/nad"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
+	"github.com/netpool/netpool/internal/scheme"
 	"github.com/netpool/netpool/test/envtest"
+	"github.com/netpool/netpool/test/poll"
 )
 
 // TestControllerWaitsForTheNADCRD starts the controller on an API server without Multus' NAD CRD:
 // it keeps running, logs what is missing and is not ready; once the CRD is installed it becomes
 // ready and reconciles a NAD (the pool of its inline range is created).
 func TestControllerWaitsForTheNADCRD(t *testing.T) {
-	if env == nil {
-		t.Skip("envtest did not start")
-	}
 	bare := envtest.Start(t) // netpool's CRDs only
-	scheme, err := NewScheme()
+	s, err := scheme.New()
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := client.New(bare.Config, client.Options{Scheme: scheme})
+	c, err := client.New(bare.Config, client.Options{Scheme: s})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,14 +49,14 @@ func TestControllerWaitsForTheNADCRD(t *testing.T) {
 		body, err := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(body), err
 	}
-	eventually(t, 10*time.Second, "the wait is logged", func() error {
-		if logs := m.logs.String(); !strings.Contains(logs, "Waiting for the NetworkAttachmentDefinition CRD") ||
-			!strings.Contains(logs, nadCRDName) {
+	poll.Eventually(t, 10*time.Second, "the wait is logged", func() error {
+		if logs := m.Logs.String(); !strings.Contains(logs, "Waiting for the NetworkAttachmentDefinition CRD") ||
+			!strings.Contains(logs, nad.CRDName) {
 			return errors.New("no log of the missing CRD")
 		}
 		return nil
 	})
-	eventually(t, 10*time.Second, "/readyz answers, not ready", func() error {
+	poll.Eventually(t, 10*time.Second, "/readyz answers, not ready", func() error {
 		code, body, err := readyz()
 		if err != nil {
 			return err
@@ -73,7 +71,7 @@ func TestControllerWaitsForTheNADCRD(t *testing.T) {
 	if err := c.Create(context.Background(), pool); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "the pool status is written while the NAD CRD is missing", func() error {
+	poll.Eventually(t, 10*time.Second, "the pool status is written while the NAD CRD is missing", func() error {
 		got := &ipamv1.IPPool{}
 		if err := c.Get(context.Background(), client.ObjectKeyFromObject(pool), got); err != nil {
 			return err
@@ -83,17 +81,17 @@ func TestControllerWaitsForTheNADCRD(t *testing.T) {
 		}
 		return nil
 	})
-	consistently(t, time.Second, "the manager keeps running", func() error {
+	poll.Consistently(t, time.Second, "the manager keeps running", func() error {
 		select {
-		case err := <-m.done:
+		case err := <-m.Done():
 			return fmt.Errorf("the manager stopped: %v", err)
 		default:
 			return nil
 		}
 	})
 
-	installNADCRD(t, bare.Client)
-	eventually(t, 20*time.Second, "ready once the CRD is served", func() error {
+	bare.InstallNADCRD(t)
+	poll.Eventually(t, 20*time.Second, "ready once the CRD is served", func() error {
 		code, body, err := readyz()
 		if err != nil {
 			return err
@@ -115,44 +113,10 @@ func TestControllerWaitsForTheNADCRD(t *testing.T) {
 	if err := c.Create(context.Background(), nad); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "the NAD is reconciled: its inline range's pool is created", func() error {
+	poll.Eventually(t, 10*time.Second, "the NAD is reconciled: its inline range's pool is created", func() error {
 		return c.Get(context.Background(), client.ObjectKey{Name: ipamv1.PoolName("late", netip.MustParsePrefix("10.25.0.0/24"))}, &ipamv1.IPPool{})
 	})
-	if logs := m.logs.String(); !strings.Contains(logs, "Starting the NAD reconciler") {
+	if logs := m.Logs.String(); !strings.Contains(logs, "Starting the NAD reconciler") {
 		t.Errorf("no log of the NAD reconciler's start")
-	}
-}
-
-// TestNADCRDServed covers the discovery answers (served, the API server unreachable) and the
-// gate's readiness when its setup fails.
-func TestNADCRDServed(t *testing.T) {
-	if env == nil {
-		t.Skip("envtest did not start")
-	}
-	d, err := discovery.NewDiscoveryClientForConfig(env.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := nadCRDServed(d); err != nil {
-		t.Fatalf("the suite's API server serves the NAD CRD: %v", err)
-	}
-	broken, err := discovery.NewDiscoveryClientForConfig(&rest.Config{Host: "http://127.0.0.1:1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := nadCRDServed(broken); err == nil || !strings.Contains(err.Error(), "failed to discover k8s.cni.cncf.io/v1") {
-		t.Fatalf("an unreachable API server: %v", err)
-	}
-	g := &nadGate{discovery: broken, setup: func(context.Context) error { return nil }}
-	if err := g.checker()(nil); !errors.Is(err, errNADCRDMissing) {
-		t.Fatalf("readiness before the CRD: %v", err)
-	}
-	g.discovery = d
-	g.setup = func(context.Context) error { return errExpected }
-	if err := g.try(context.Background()); !errors.Is(err, errExpected) {
-		t.Fatalf("a failing setup: %v", err)
-	}
-	if err := g.checker()(nil); err == nil {
-		t.Fatal("ready though the setup failed")
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/netpool/netpool/controller/internal/egressrouter"
+	"github.com/netpool/netpool/internal/gcpolicy"
 	"github.com/netpool/netpool/internal/kubeclient"
 )
 
@@ -22,10 +24,9 @@ const (
 	DefaultRenewDeadline          = 10 * time.Second
 	DefaultRetryPeriod            = 2 * time.Second
 
-	// DefaultGCGrace is how old a reservation must be before GC may release it. The plugin creates
-	// the reservation before Multus writes the pod's network-status, so a younger reservation
-	// missing from it is normal; two minutes is far beyond one ADD, even on a slow API server.
-	DefaultGCGrace = 2 * time.Minute
+	// DefaultGCGrace is how old a reservation must be before GC may release it: the GC policy's
+	// default, which netpoolctl leaks uses too.
+	DefaultGCGrace = gcpolicy.DefaultGrace
 	// DefaultSweepInterval is how often every reservation is looked at again, for what no pod event
 	// announced.
 	DefaultSweepInterval = 10 * time.Minute
@@ -38,6 +39,9 @@ const (
 	// DefaultPoolStatusInterval is the shortest time between two status writes of one pool, so a
 	// burst of allocations costs a few writes a second, not one per allocation.
 	DefaultPoolStatusInterval = time.Second
+	// DefaultEgressRouterImage is the image of EgressRouter pods, which only hold the network
+	// namespace in which the kernel does the NAT.
+	DefaultEgressRouterImage = egressrouter.DefaultImage
 )
 
 // Options configure the controller. The zero value is not valid: start from DefaultOptions.

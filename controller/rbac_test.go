@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// TestGeneratedRoleIsUpToDate regenerates deploy/controller-role.yaml from the RBAC markers (with
+// TestGeneratedRoleIsUpToDate regenerates deploy/base/controller-role.yaml from the RBAC markers (with
 // hack/generate.sh, into a temporary directory) and compares it with the committed file, so a
 // reconciler that needs a new verb cannot ship without it.
 func TestGeneratedRoleIsUpToDate(t *testing.T) {

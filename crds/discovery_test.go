@@ -1,23 +1,17 @@
 package crds_test
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"testing"
-	"time"
 
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/restmapper"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	"github.com/netpool/netpool/test/envtest"
 )
@@ -34,7 +28,7 @@ const whereabouts = "github.com/k8snetworkplumbingwg/whereabouts@v0.9.2"
 func TestKubectlNamesAreUnambiguousNextToWhereabouts(t *testing.T) {
 	env := envtest.Start(t)
 	for _, file := range []string{"whereabouts.cni.cncf.io_ippools.yaml", "whereabouts.cni.cncf.io_overlappingrangeipreservations.yaml"} {
-		installCRD(t, env.Client, filepath.Join(moduleDir(t, whereabouts), "doc", "crds", file))
+		env.InstallCRDFiles(t, filepath.Join(moduleDir(t, whereabouts), "doc", "crds", file))
 	}
 	disc, err := discovery.NewDiscoveryClientForConfig(env.Config)
 	if err != nil {
@@ -114,36 +108,4 @@ func moduleDir(t *testing.T, module string) string {
 		t.Fatalf("go mod download %s: %v %v %s %s", module, err, jerr, info.Error, out)
 	}
 	return info.Dir
-}
-
-// installCRD creates the CRD in file and waits until it is established.
-func installCRD(t *testing.T, c client.Client, file string) {
-	t.Helper()
-	data, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	crd := &apiextensionsv1.CustomResourceDefinition{}
-	if err := yaml.Unmarshal(data, crd); err != nil {
-		t.Fatalf("decoding %s: %v", file, err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := c.Create(ctx, crd); err != nil {
-		t.Fatalf("creating %s: %v", crd.Name, err)
-	}
-	err = wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		if err := c.Get(ctx, client.ObjectKeyFromObject(crd), crd); err != nil {
-			return false, err
-		}
-		for _, cond := range crd.Status.Conditions {
-			if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
-				return true, nil
-			}
-		}
-		return false, nil
-	})
-	if err != nil {
-		t.Fatalf("waiting for %s to be established: %v", crd.Name, err)
-	}
 }

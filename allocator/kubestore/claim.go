@@ -17,6 +17,7 @@ import (
 
 	"github.com/netpool/netpool/allocator"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
+	"github.com/netpool/netpool/internal/podowner"
 	"github.com/netpool/netpool/ipam"
 )
 
@@ -82,7 +83,7 @@ func (s *Store) resolvePersistent(ctx context.Context, c *ipam.Config, owner all
 // references, and reads it. No reference: nil.
 func (s *Store) resolveClaim(ctx context.Context, c *ipam.Config, owner allocator.Owner, pod *corev1.Pod) (*claimUse, error) {
 	podKey := client.ObjectKeyFromObject(pod)
-	el, found, err := attachmentElement(pod.Annotations[NetworksAnnotation], owner.IfName)
+	el, found, err := podowner.AttachmentElement(pod.Annotations[podowner.NetworksAnnotation], owner.IfName)
 	if err != nil {
 		return nil, fmt.Errorf("%w: pod %s: %w", allocator.ErrPersistentOwnerInvalid, podKey, err)
 	}
@@ -91,7 +92,7 @@ func (s *Store) resolveClaim(ctx context.Context, c *ipam.Config, owner allocato
 	}
 	if msgs := validation.IsDNS1123Subdomain(el.ClaimRef); len(msgs) > 0 {
 		return nil, fmt.Errorf("%w: interface %s of pod %s references IPAMClaim %q, which is not a valid object name: %s (a claim is read from the pod's own namespace)",
-			allocator.ErrPersistentOwnerInvalid, owner.IfName, podKey, truncate(el.ClaimRef, 64), strings.Join(msgs, "; "))
+			allocator.ErrPersistentOwnerInvalid, owner.IfName, podKey, podowner.Truncate(el.ClaimRef, 64), strings.Join(msgs, "; "))
 	}
 	ref := client.ObjectKey{Namespace: c.Pod.Namespace, Name: el.ClaimRef}
 	if len(c.Requested) > 0 || len(el.IPs) > 0 {
@@ -135,7 +136,7 @@ func (s *Store) resolveClaim(ctx context.Context, c *ipam.Config, owner allocato
 // A claim without one (KubeVirt's ipam-extensions writes only spec.network) is for the attachment
 // whose element references it: the element found by interface, of the network spec.network names
 // (checked before), so it may be referenced by that one element of the pod, not by two.
-func claimForAttachment(claim *ipamclaimsv1.IPAMClaim, ref client.ObjectKey, el networkElement, ifName string, pod client.ObjectKey) error {
+func claimForAttachment(claim *ipamclaimsv1.IPAMClaim, ref client.ObjectKey, el podowner.Element, ifName string, pod client.ObjectKey) error {
 	if claim.Spec.Interface == "" {
 		if el.ClaimRefs > 1 {
 			return fmt.Errorf("%w: IPAMClaim %s has no interface and %d network selection elements of pod %s reference it: such a claim belongs to one attachment",

@@ -3,6 +3,7 @@ package kubestore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/netip"
 	"strings"
@@ -12,12 +13,15 @@ import (
 
 	ipamclaimsv1 "github.com/k8snetworkplumbingwg/ipamclaims/pkg/crd/ipamclaims/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/netpool/netpool/allocator"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
+	"github.com/netpool/netpool/internal/podowner"
 	"github.com/netpool/netpool/test/envtest"
+	"github.com/netpool/netpool/test/poll"
 )
 
 // TestClaims runs the claim rules on a real API server through one node's store: a claim without
@@ -54,7 +58,7 @@ func TestClaims(t *testing.T) {
 	}
 	pod := func(t *testing.T, name, networks string) string {
 		t.Helper()
-		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: map[string]string{NetworksAnnotation: networks}},
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: map[string]string{podowner.NetworksAnnotation: networks}},
 			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "compute", Image: "virt-launcher"}}}}
 		if err := env.Client.Create(ctx, p); err != nil {
 			t.Fatal(err)
@@ -119,8 +123,11 @@ func TestClaims(t *testing.T) {
 		if err := env.Client.Delete(ctx, old); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, "the claim is gone", func() bool {
-			return env.Client.Get(ctx, client.ObjectKeyFromObject(old), &ipamclaimsv1.IPAMClaim{}) != nil
+		poll.Eventually(t, 10*time.Second, "the claim is gone", func() error {
+			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(old), &ipamclaimsv1.IPAMClaim{}); !apierrors.IsNotFound(err) {
+				return fmt.Errorf("get: %v, want not found", err)
+			}
+			return nil
 		})
 		renewed := claim(t, "vm-c.anet", "")
 		second, err := n.add(vmNet, pod(t, "virt-launcher-vm-c-2", networks), "vm-c-2")

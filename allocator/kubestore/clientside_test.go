@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/netpool/netpool/allocator"
+	"github.com/netpool/netpool/internal/scheme"
 	"github.com/netpool/netpool/ipam"
 )
 
@@ -22,11 +23,11 @@ import (
 // retry returns it at once, and it counts as invalid input (7), not, after the whole bound, as
 // "try again" (11).
 func TestRefusedByClient(t *testing.T) {
-	scheme, err := Scheme()
+	kinds, err := scheme.New()
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := client.New(&rest.Config{Host: "http://127.0.0.1:1"}, client.Options{Scheme: scheme, Mapper: restMapper()})
+	c, err := client.New(&rest.Config{Host: "http://127.0.0.1:1"}, client.Options{Scheme: kinds, Mapper: restMapper()})
 	if err != nil {
 		t.Fatal(err)
 	}

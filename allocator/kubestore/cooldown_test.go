@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -16,6 +17,7 @@ import (
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
 	"github.com/netpool/netpool/ipam"
 	"github.com/netpool/netpool/test/envtest"
+	"github.com/netpool/netpool/test/poll"
 )
 
 // counter counts the API requests of one store by verb and resource ("POST ippoolslices"),
@@ -193,12 +195,15 @@ func TestCooldownOfReleasesElsewhere(t *testing.T) {
 		t.Fatalf("deleting %s as the controller would: %v", r.Name, err)
 	}
 	st := n.store.poolStateFor("cool-gc-10.144.0.0-24")
-	eventually(t, "the agent cools the address released elsewhere", func() bool {
+	poll.Eventually(t, 10*time.Second, "the agent cools the address released elsewhere", func() error {
 		if err := lockPool(ctx, st); err != nil {
-			return false
+			return err
 		}
 		defer unlockPool(st)
-		return st.cooling.has(netip.MustParseAddr("10.144.0.1"))
+		if !st.cooling.has(netip.MustParseAddr("10.144.0.1")) {
+			return errors.New("10.144.0.1 is not cooling")
+		}
+		return nil
 	})
 	if got := n.mustAdd(t, c, "y"); got.String() == "10.144.0.1" {
 		t.Errorf("the next ADD got 10.144.0.1, released elsewhere a moment ago")

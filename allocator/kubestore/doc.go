@@ -2,13 +2,13 @@
 // client and an informer cache that stay warm between CNI calls. A Store is the node's state; Bind
 // returns the allocator.Store of one CNI call.
 //
-// Data model (DESIGN.md, Kubernetes mode):
+// Data model (docs/kubernetes-mode.md, "Data model and the slice algorithm"):
 //
 //   - An allocation is one OverlappingRangeIPReservation named ReservationName(scope, address),
 //     created in one atomic Create: AlreadyExists means the address is taken, so the store tries
 //     another. scope is the NAD's network_name when enable_overlapping_ranges is on (the address is
 //     then unique across every pool of that network), else the pool's name. Reservations carry the
-//     node and pool labels, and the CNI network name in the NetworkAnnotation, which is what GC
+//     node and pool labels, and the CNI network name in ipamv1.NetworkAnnotation, which is what GC
 //     matches on.
 //   - Nodes pick candidates from IPPoolSlices they own: aligned blocks of the pool's range, claimed
 //     by one Create of SliceName(pool, index). Two nodes therefore never race for one address; the

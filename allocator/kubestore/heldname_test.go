@@ -3,6 +3,7 @@ package kubestore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/netip"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/netpool/netpool/allocator"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
 	"github.com/netpool/netpool/test/envtest"
+	"github.com/netpool/netpool/test/poll"
 )
 
 // TestHeldUnderAnotherName gives the node a reservation of an address of its pool under the name
@@ -39,14 +41,12 @@ func TestHeldUnderAnotherName(t *testing.T) {
 	if err := env.Client.Create(context.Background(), r); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for !a.store.index.heldIn(held, pool, false, "") {
-		if time.Now().After(deadline) {
-
-			t.Fatalf("the node's index never saw reservation %s", r.Name)
+	poll.Eventually(t, 10*time.Second, "the node's index sees reservation "+r.Name, func() error {
+		if !a.store.index.heldIn(held, pool, false, "") {
+			return fmt.Errorf("%s is not held in the index", held)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 
 	got := map[netip.Addr]bool{first: true}
 	for _, id := range []string{"second", "third"} {

@@ -26,7 +26,7 @@ type entry struct {
 	pool    string // IPPool name
 	addr    netip.Addr
 	owner   allocator.Owner
-	network string // CNI network name (NetworkAnnotation)
+	network string // CNI network name (ipamv1.NetworkAnnotation)
 	netName string // spec.networkName, the address scope when overlapping ranges are on
 	pod     ipam.PodRef
 	created time.Time
@@ -104,7 +104,7 @@ func entryOf(r *ipamv1.OverlappingRangeIPReservation) (*entry, bool) {
 	e := &entry{
 		name: r.Name, uid: r.UID, pool: r.Spec.Pool, addr: a.Unmap(),
 		owner:   allocator.Owner{ContainerID: r.Spec.ContainerID, IfName: r.Spec.IfName},
-		network: r.Annotations[NetworkAnnotation],
+		network: r.Annotations[ipamv1.NetworkAnnotation],
 		netName: r.Spec.NetworkName,
 		pod:     podOf(r.Spec.PodRef, r.Spec.PodUID),
 		created: r.CreationTimestamp.Time,

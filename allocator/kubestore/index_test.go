@@ -15,7 +15,7 @@ import (
 
 func res(name, uid, addr, cid string) *ipamv1.OverlappingRangeIPReservation {
 	return &ipamv1.OverlappingRangeIPReservation{
-		ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID(uid), Annotations: map[string]string{NetworkAnnotation: "net1"}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID(uid), Annotations: map[string]string{ipamv1.NetworkAnnotation: "net1"}},
 		Spec: ipamv1.OverlappingRangeIPReservationSpec{Address: addr, Pool: "p", ContainerID: cid, IfName: "eth0",
 			PodRef: "ns/pod", PodUID: "u", Node: "n"},
 	}

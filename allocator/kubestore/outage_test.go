@@ -91,7 +91,7 @@ func ownerReservations(t *testing.T, env *envtest.Env, id string) []ipamv1.Overl
 // twice, whether the attachment comes back, goes away, or the call can read its own claim back.
 func TestUnknownOutcomes(t *testing.T) {
 	env := envtest.Shared(t)
-	warmUp(t, env)
+	env.WarmUp(t)
 	f := &faults{}
 	bound := time.Second
 	s := MustStart(t, env, "node-f", Options{APITimeout: bound, RetryInterval: 20 * time.Millisecond, ResolveInterval: time.Hour}, f.wrap)
@@ -294,19 +294,4 @@ func TestUnknownOutcomes(t *testing.T) {
 			}
 		}
 	})
-}
-
-// warmUp creates and deletes one IPPool: the API server's first IPPool write takes about 2 s
-// (it prepares the kind's validation rules), longer than the short bounds these tests use.
-func warmUp(t *testing.T, env *envtest.Env) {
-	t.Helper()
-	p := &ipamv1.IPPool{Spec: ipamv1.IPPoolSpec{Range: "192.0.2.0/24"}}
-	p.Name = "warm-up"
-	ctx := context.Background()
-	if err := env.Client.Create(ctx, p); err != nil {
-		t.Fatal(err)
-	}
-	if err := env.Client.Delete(ctx, p); err != nil {
-		t.Fatal(err)
-	}
 }

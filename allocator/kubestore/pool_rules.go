@@ -9,8 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/netpool/netpool/allocator/ippool"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
+	"github.com/netpool/netpool/internal/ippool"
 	"github.com/netpool/netpool/ipam"
 )
 
@@ -27,7 +27,7 @@ func (s *Store) currentPool(ctx context.Context, st *poolState) *ipamv1.IPPool {
 	return pool
 }
 
-// poolRules applies the pool model (allocator/ippool) to pool as config c uses it from this node,
+// poolRules applies the pool model (internal/ippool) to pool as config c uses it from this node,
 // and returns why c may not claim from it, or nil:
 //   - the controller's verdict: a pool that is not Ready (Invalid, say) hands out nothing;
 //   - the overlapping-ranges mode, the reuse cool-down and the statefulSets mode recorded on the

@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -23,8 +22,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/netpool/netpool/allocator"
-	"github.com/netpool/netpool/allocator/ippool"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
+	"github.com/netpool/netpool/internal/ippool"
+	"github.com/netpool/netpool/internal/scheme"
 	"github.com/netpool/netpool/ipam"
 )
 
@@ -86,21 +86,6 @@ type pendingClaim struct {
 	owner allocator.Owner
 }
 
-// Scheme returns a scheme with the kinds the store reads and writes.
-func Scheme() (*runtime.Scheme, error) {
-	s := runtime.NewScheme()
-	if err := corev1.AddToScheme(s); err != nil {
-		return nil, err
-	}
-	if err := ipamv1.AddToScheme(s); err != nil {
-		return nil, err
-	}
-	if err := ipamclaimsv1.AddToScheme(s); err != nil {
-		return nil, err
-	}
-	return s, nil
-}
-
 // restMapper maps the store's kinds without asking the API server, so a store can be made (and an
 // agent started) while the API server is down; every kind is cluster-scoped.
 func restMapper() meta.RESTMapper {
@@ -129,7 +114,7 @@ func New(cfg *rest.Config, opts Options) (*Store, error) {
 	if opts.ResolveInterval <= 0 {
 		opts.ResolveInterval = DefaultResolveInterval
 	}
-	scheme, err := Scheme()
+	kinds, err := scheme.New()
 	if err != nil {
 		return nil, err
 	}
@@ -142,7 +127,7 @@ func New(cfg *rest.Config, opts Options) (*Store, error) {
 	}
 	mapper := restMapper()
 	c, err := cache.New(cfg, cache.Options{
-		HTTPClient: httpClient, Scheme: scheme, Mapper: mapper,
+		HTTPClient: httpClient, Scheme: kinds, Mapper: mapper,
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
 			// Only this node's reservations: the index of what the node holds.
@@ -164,11 +149,11 @@ func New(cfg *rest.Config, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("failed to build the cache: %w", err)
 	}
-	live, err := client.New(cfg, client.Options{HTTPClient: httpClient, Scheme: scheme, Mapper: mapper})
+	live, err := client.New(cfg, client.Options{HTTPClient: httpClient, Scheme: kinds, Mapper: mapper})
 	if err != nil {
 		return nil, fmt.Errorf("failed to build the client: %w", err)
 	}
-	cached, err := client.New(cfg, client.Options{HTTPClient: httpClient, Scheme: scheme, Mapper: mapper,
+	cached, err := client.New(cfg, client.Options{HTTPClient: httpClient, Scheme: kinds, Mapper: mapper,
 		Cache: &client.CacheOptions{Reader: c}})
 	if err != nil {
 		return nil, fmt.Errorf("failed to build the client: %w", err)
@@ -265,7 +250,7 @@ type callStore struct {
 	claim         *claimUse
 	claimResolved bool
 	// sticky is whether the call's pools give StatefulSet pods their ordinal's address
-	// (ippool.ResolveSticky); a config that disagrees with its pool claims nothing (poolRules).
+	// (ippool.Resolve); a config that disagrees with its pool claims nothing (poolRules).
 	sticky bool
 }
 
@@ -278,7 +263,7 @@ type poolUse struct {
 	// selectors), or nil. It is checked when an address is claimed, not when the call binds.
 	admit       error
 	networkName string // the NAD's network_name
-	// cooldown is the pool's reuse cool-down (ippool.ResolveCooldown), 0 for none.
+	// cooldown is the pool's reuse cool-down (ippool.Resolve), 0 for none.
 	cooldown time.Duration
 }
 
@@ -314,22 +299,16 @@ func (s *Store) Bind(c *ipam.Config) (allocator.Store, *ipam.Config, error) {
 			}
 		}
 		pool := s.currentPool(ctx, st)
-		// A config that disagrees with the pool's mode may claim nothing (poolRules), but keeps its
-		// own scope, so that it can still release what it claimed before the mode was recorded.
-		overlap := c.EnableOverlappingRanges
-		if recorded, err := ippool.ResolveOverlapping(pool, c); err == nil {
-			overlap = recorded
-		}
-		// A config that disagrees with the pool's cool-down is refused claims the same way; its
-		// releases still cool by the pool's.
-		cooldown, _ := ippool.ResolveCooldown(pool, c)
-		if sticky, _ := ippool.ResolveSticky(pool, c); sticky {
+		// A config that disagrees with one of the pool's rules may claim nothing (poolRules), but
+		// still releases by the rules Resolve gives it: its own scope, the pool's cool-down.
+		rules, _ := ippool.Resolve(pool, c)
+		if rules.Sticky {
 			b.sticky = true
 		}
-		st.cooling.cooldown.Store(int64(cooldown))
-		b.pools[c.PoolKey(i)] = &poolUse{state: st, networkName: c.NetworkName, overlap: overlap,
-			scope: ippool.ReservationScope(st.name, c.NetworkName, overlap), admit: s.poolRules(ctx, pool, c),
-			cooldown: cooldown}
+		st.cooling.cooldown.Store(int64(rules.Cooldown))
+		b.pools[c.PoolKey(i)] = &poolUse{state: st, networkName: c.NetworkName, overlap: rules.Overlapping,
+			scope: ippool.ReservationScope(st.name, c.NetworkName, rules.Overlapping), admit: s.poolRules(ctx, pool, c),
+			cooldown: rules.Cooldown}
 	}
 	return b, c, nil
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -18,6 +19,7 @@ import (
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
 	"github.com/netpool/netpool/ipam"
 	"github.com/netpool/netpool/test/envtest"
+	"github.com/netpool/netpool/test/poll"
 )
 
 // TestStore runs the store's user stories on one real API server. Each subtest uses its own ranges,
@@ -84,7 +86,7 @@ func TestStore(t *testing.T) {
 		}
 		want := ipamv1.OverlappingRangeIPReservationSpec{Address: "10.31.0.1", Pool: "blue-10.31.0.0-24", ContainerID: "c-pod",
 			IfName: "net1", PodRef: "ns1/pod-1", PodUID: "uid-1", Node: "node-a", NetworkName: "blue"}
-		if got[0].String() != "10.31.0.1" || !equality.Semantic.DeepEqual(r.Spec, want) || r.Annotations[NetworkAnnotation] != "net-pod" ||
+		if got[0].String() != "10.31.0.1" || !equality.Semantic.DeepEqual(r.Spec, want) || r.Annotations[ipamv1.NetworkAnnotation] != "net-pod" ||
 			r.Labels[ipamv1.NodeLabel] != "node-a" || r.Labels[ipamv1.PoolLabel] != "blue-10.31.0.0-24" {
 			t.Errorf("reservation = %+v %v %v", r.Spec, r.Labels, r.Annotations)
 		}
@@ -529,10 +531,15 @@ func TestStore(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		eventually(t, "node-a's emptied block is given back", func() bool {
+		poll.Eventually(t, 10*time.Second, "node-a's emptied block is given back", func() error {
 			var l ipamv1.IPPoolSliceList
-			err := env.Client.List(context.Background(), &l, client.MatchingFields{"spec.pool": "ops-borrow"})
-			return err == nil && len(l.Items) == 1 && l.Items[0].Spec.Range == "10.43.0.0/28"
+			if err := env.Client.List(context.Background(), &l, client.MatchingFields{"spec.pool": "ops-borrow"}); err != nil {
+				return err
+			}
+			if len(l.Items) != 1 || l.Items[0].Spec.Range != "10.43.0.0/28" {
+				return fmt.Errorf("slices %+v, want 10.43.0.0/28 alone", l.Items)
+			}
+			return nil
 		})
 	})
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/netpool/netpool/allocator"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
+	"github.com/netpool/netpool/internal/reservation"
 )
 
 // rollbackTimeout bounds the deletes that undo a failed Update. What cannot be deleted in time is
@@ -336,7 +337,7 @@ func (t *txn) tryCreate(ctx context.Context, u *poolUse, al *allocator.Allocatio
 			t.adopt(u, existing)
 			return created, "", nil
 		}
-		return taken, HolderText(existing), nil
+		return taken, reservation.Holder(existing), nil
 	}
 	err = apiFailure("create reservation "+want.Name, err)
 	if uncertain {

@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/netpool/netpool/allocator"
-	"github.com/netpool/netpool/allocator/ippool"
+	"github.com/netpool/netpool/internal/ippool"
 	"github.com/netpool/netpool/ipam"
 )
 

@@ -2,6 +2,7 @@ package install
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/netpool/netpool/test/poll"
 )
 
 // execLoop is a separate process that execs a binary over and over until told to stop. It is a
@@ -84,13 +87,17 @@ func startExecLoop(t *testing.T, binary string) *execLoop {
 		return runs, strings.Join(failures, "\n")
 	}
 	// The installer starts once the loop has run the binary once.
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
-		if l.started() > 0 {
-			return l
-		}
-		if time.Now().After(deadline) {
+	t.Cleanup(func() {
+		if t.Failed() && l.started() == 0 {
 			l.stop(t)
-			t.Fatalf("the exec loop did not run the binary within a minute\n%s", out)
+			t.Logf("the exec loop printed:\n%s", out) // the loop has ended: out is still
 		}
-	}
+	})
+	poll.Eventually(t, time.Minute, "the exec loop runs the binary", func() error {
+		if l.started() == 0 {
+			return errors.New("it has not run it yet")
+		}
+		return nil
+	})
+	return l
 }

@@ -8,7 +8,7 @@ import (
 
 	"github.com/netpool/netpool/allocator"
 	"github.com/netpool/netpool/allocator/boltstore"
-	"github.com/netpool/netpool/allocator/ippool"
+	"github.com/netpool/netpool/internal/ippool"
 )
 
 // Bolt reads an embedded store (a bbolt file).

@@ -10,10 +10,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/netpool/netpool/allocator/ippool"
-	"github.com/netpool/netpool/allocator/kubestore"
-	"github.com/netpool/netpool/controller/gcpolicy"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
+	"github.com/netpool/netpool/internal/gcpolicy"
+	"github.com/netpool/netpool/internal/ippool"
 )
 
 // Cluster reads a cluster's IPPools, reservations and slices, live from the API server.
@@ -119,7 +118,7 @@ func (c *Cluster) Allocations(ctx context.Context, pool string) ([]Allocation, e
 		out = append(out, Allocation{
 			Pool: r.Spec.Pool, Address: addr.Unmap(), Namespace: ns, PodName: name, PodUID: r.Spec.PodUID,
 			ContainerID: r.Spec.ContainerID, Interface: r.Spec.IfName, Node: r.Spec.Node,
-			Network: r.Annotations[kubestore.NetworkAnnotation], Created: r.CreationTimestamp.Time, ref: r,
+			Network: r.Annotations[ipamv1.NetworkAnnotation], Created: r.CreationTimestamp.Time, ref: r,
 		})
 	}
 	sortAllocations(out)

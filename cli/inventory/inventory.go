@@ -1,7 +1,7 @@
 // Package inventory is netpoolctl's read model of allocations: the pools, the addresses they hand
 // out and who holds them, read from a cluster (IPPools, reservations, slices) or from an embedded
 // bbolt file, in one shape, so every command prints both the same way. The pool math is
-// allocator/ippool's, the one pool model; nothing here computes a range of its own.
+// internal/ippool's, the one pool model; nothing here computes a range of its own.
 package inventory
 
 import (
@@ -10,7 +10,7 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/netpool/netpool/allocator/ippool"
+	"github.com/netpool/netpool/internal/ippool"
 )
 
 // Source is where the allocations live.
@@ -41,7 +41,7 @@ type Pool struct {
 	// Name is the IPPool's name, or the embedded pool key (ipam.PoolKey).
 	Name    string
 	Network string
-	// Model is the pool parsed by allocator/ippool; nil when the range is unknown or invalid,
+	// Model is the pool parsed by internal/ippool; nil when the range is unknown or invalid,
 	// RangeErr saying why.
 	Model    *ippool.Pool
 	RangeErr string

@@ -14,9 +14,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/netpool/netpool/allocator"
-	"github.com/netpool/netpool/allocator/ippool"
-	"github.com/netpool/netpool/allocator/kubestore"
-	"github.com/netpool/netpool/controller/gcpolicy"
+	"github.com/netpool/netpool/internal/gcpolicy"
+	"github.com/netpool/netpool/internal/ippool"
+	"github.com/netpool/netpool/internal/reservation"
 	"github.com/netpool/netpool/ipam"
 )
 
@@ -55,7 +55,7 @@ func (p *plan) addAllocation(ctx context.Context, pods *podCache, pp *poolPlan, 
 	al := &allocator.Allocation{Addr: a.Addr, Owner: allocator.Owner{ContainerID: a.ContainerID, IfName: a.IfName},
 		Network: network, Pod: ref}
 	scope := ippool.ReservationScope(pp.want.Name, pp.cfg.NetworkName, pp.overlap)
-	want := kubestore.NewReservation(node, pp.want.Name, scope, pp.cfg.NetworkName, al)
+	want := reservation.New(node, pp.want.Name, scope, pp.cfg.NetworkName, al)
 	// What the controller's GC would release at once is a whereabouts leak, not an attachment.
 	if v := gcpolicy.Judge(want, gcpolicy.Facts{Pod: pod}, time.Now(), 0); v.Reason != "" {
 		e.PodUID, e.Network = "", ""

@@ -4,5 +4,5 @@
 //
 // whereabouts' objects (group whereabouts.cni.cncf.io) are read as unstructured and decoded into
 // small local types, so netpool does not depend on whereabouts' module. netpool's side is the one
-// pool model (allocator/ippool) and the node agent's own reservation (kubestore.NewReservation).
+// pool model (internal/ippool) and the node agent's own reservation (internal/reservation).
 package migrate

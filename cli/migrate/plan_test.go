@@ -12,8 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
-	"github.com/netpool/netpool/controller"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
+	"github.com/netpool/netpool/internal/scheme"
 )
 
 func nadOf(ns, name, config string) nadv1.NetworkAttachmentDefinition {
@@ -36,11 +36,11 @@ func planOf(t *testing.T, s *state, objs ...client.Object) *Report {
 
 func scopedPlanOf(t *testing.T, s *state, scoped bool, objs ...client.Object) *Report {
 	t.Helper()
-	scheme, err := controller.NewScheme()
+	kinds, err := scheme.New()
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build()
+	c := fake.NewClientBuilder().WithScheme(kinds).WithObjects(objs...).Build()
 	p, err := newPlan(context.Background(), c, s, scoped, DefaultAgentDirs())
 	if err != nil {
 		t.Fatal(err)

@@ -7,9 +7,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/netpool/netpool/allocator/ippool"
-	"github.com/netpool/netpool/allocator/kubestore"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
+	"github.com/netpool/netpool/internal/ippool"
+	"github.com/netpool/netpool/internal/reservation"
 )
 
 // Options of a run.
@@ -163,10 +163,10 @@ func (p *plan) write(ctx context.Context, c client.Client, dry bool) error {
 			if gerr := c.Get(ctx, client.ObjectKey{Name: r.want.Name}, have); gerr != nil {
 				return fmt.Errorf("failed to read reservation %s: %w", r.want.Name, gerr)
 			}
-			if kubestore.OwnedBy(have, r.want.Spec.Node, r.want.Spec.Pool, r.owner) {
+			if reservation.OwnedBy(have, r.want.Spec.Node, r.want.Spec.Pool, r.owner) {
 				e.Action = ActionUnchanged
 			} else {
-				e.Action, e.Reason = ActionConflict, "netpool already gives it to "+kubestore.HolderText(have)
+				e.Action, e.Reason = ActionConflict, "netpool already gives it to "+reservation.Holder(have)
 			}
 		case apierrors.IsInvalid(err) || apierrors.IsBadRequest(err):
 			e.Action, e.Reason = ActionInvalid, err.Error()

@@ -12,10 +12,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/netpool/netpool/allocator"
-	"github.com/netpool/netpool/allocator/ippool"
-	"github.com/netpool/netpool/allocator/kubestore"
-	"github.com/netpool/netpool/controller/gcpolicy"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
+	"github.com/netpool/netpool/internal/gcpolicy"
+	"github.com/netpool/netpool/internal/ippool"
+	"github.com/netpool/netpool/internal/reservation"
 )
 
 // The kinds of a Discrepancy.
@@ -191,7 +191,7 @@ func (v *verifier) check(ctx context.Context, h wbHolding, out *Verification) er
 	if pod != nil {
 		node = pod.Spec.NodeName
 	}
-	as := kubestore.NewReservation(node, first.Name, scope, h.network, &allocator.Allocation{Addr: h.addr,
+	as := reservation.New(node, first.Name, scope, h.network, &allocator.Allocation{Addr: h.addr,
 		Owner: allocator.Owner{ContainerID: h.containerID, IfName: h.ifName}, Pod: ref})
 	if verdict := gcpolicy.Judge(as, gcpolicy.Facts{Pod: pod}, time.Now(), 0); verdict.Reason != "" || node == "" {
 		return nil
@@ -220,9 +220,9 @@ func (v *verifier) check(ctx context.Context, h wbHolding, out *Verification) er
 			continue
 		}
 		d := d
-		d.Kind, d.Pool, d.Reservation, d.Holder = KindHeldTwice, r.Spec.Pool, r.Name, kubestore.HolderText(r)
+		d.Kind, d.Pool, d.Reservation, d.Holder = KindHeldTwice, r.Spec.Pool, r.Name, reservation.Holder(r)
 		d.Message = fmt.Sprintf("%s is held twice: whereabouts gives it to %s (%s, %s), netpool to %s (reservation %s)",
-			h.addr, h.pod, h.ifName, h.record, kubestore.HolderText(r), r.Name)
+			h.addr, h.pod, h.ifName, h.record, reservation.Holder(r), r.Name)
 		out.Discrepancies = append(out.Discrepancies, d)
 	}
 	return nil

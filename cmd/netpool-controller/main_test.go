@@ -73,7 +73,7 @@ func TestVersion(t *testing.T) {
 	}
 }
 
-// TestDeploymentArgsParse parses the container args of deploy/controller.yaml, so the manifest
+// TestDeploymentArgsParse parses the container args of deploy/base/controller.yaml, so the manifest
 // never names a flag the binary does not have.
 func TestDeploymentArgsParse(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join("..", "..", "deploy", "base", "controller.yaml"))
@@ -84,7 +84,7 @@ func TestDeploymentArgsParse(t *testing.T) {
 	for {
 		var d appsv1.Deployment
 		if err := dec.Decode(&d); err != nil {
-			t.Fatalf("no Deployment in deploy/controller.yaml: %v", err)
+			t.Fatalf("no Deployment in deploy/base/controller.yaml: %v", err)
 		}
 		if d.Kind != "Deployment" {
 			continue

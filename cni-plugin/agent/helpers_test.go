@@ -20,7 +20,6 @@ import (
 
 	"github.com/netpool/netpool/cni-plugin/agentproto"
 	"github.com/netpool/netpool/cni-plugin/ipamplugin"
-	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
 	"github.com/netpool/netpool/internal/kubeclient"
 	"github.com/netpool/netpool/test/envtest"
 )
@@ -161,20 +160,4 @@ func codeOf(err error) uint {
 		return e.Code
 	}
 	return 0
-}
-
-// warmUp creates and deletes one IPPool: the API server's first IPPool write after it starts takes
-// about 2 s (measured; the other kinds' first writes take milliseconds), as long as the short
-// bounds of the outage tests.
-func warmUp(t *testing.T, env *envtest.Env) {
-	t.Helper()
-	p := &ipamv1.IPPool{Spec: ipamv1.IPPoolSpec{Range: "192.0.2.0/24"}}
-	p.Name = "warm-up"
-	ctx := context.Background()
-	if err := env.Client.Create(ctx, p); err != nil {
-		t.Fatal(err)
-	}
-	if err := env.Client.Delete(ctx, p); err != nil {
-		t.Fatal(err)
-	}
 }

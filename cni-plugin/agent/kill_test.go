@@ -2,7 +2,6 @@ package agent
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"os/exec"
@@ -13,10 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	"github.com/netpool/netpool/cni-plugin/agentproto"
-	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
 	"github.com/netpool/netpool/test/envtest"
 )
 
@@ -28,7 +24,7 @@ import (
 // by the agent, never printed by its killed process), or it tested nothing.
 func TestKilledPluginProcessesLeaveNoDuplicate(t *testing.T) {
 	env := envtest.Shared(t)
-	warmUp(t, env)
+	env.WarmUp(t)
 	bin := buildPlugin(t)
 	node := MustRun(t, env, "node-k", filepath.Join(socketDir(t), "k.sock"), Options{})
 	conf := netConf("net-kill", node.socket, `,"range":"10.81.0.0/22"`)
@@ -76,7 +72,7 @@ func TestKilledPluginProcessesLeaveNoDuplicate(t *testing.T) {
 	wg.Wait()
 
 	// Calls of killed processes may still be under way in the agent: wait until the pool is still.
-	held := settledReservations(t, env, "10.81.0.0-22")
+	held := env.SettledReservations(t, "10.81.0.0-22")
 	byOwner := map[string]string{}
 	for _, r := range held {
 		if prev, dup := byOwner[r.Spec.ContainerID]; dup {
@@ -114,7 +110,7 @@ func TestKilledPluginProcessesLeaveNoDuplicate(t *testing.T) {
 	if out, err := pluginCmd(bin, "GC", "", []byte(gc)).Output(); err != nil {
 		t.Fatalf("GC: %v: %s", err, out)
 	}
-	if after := settledReservations(t, env, "10.81.0.0-22"); len(after) != len(valid) {
+	if after := env.SettledReservations(t, "10.81.0.0-22"); len(after) != len(valid) {
 		t.Errorf("%d reservations after GC, want the %d survivors", len(after), len(valid))
 	}
 	start := time.Now()
@@ -153,30 +149,4 @@ func pluginCmd(bin, verb, id string, stdin []byte) *exec.Cmd {
 		"CNI_IFNAME=net1", "CNI_PATH=/opt/cni/bin"}
 	cmd.Stdin = bytes.NewReader(stdin)
 	return cmd
-}
-
-// settledReservations lists the pool's reservations once the list has stopped changing for a second.
-func settledReservations(t *testing.T, env *envtest.Env, pool string) []ipamv1.OverlappingRangeIPReservation {
-	t.Helper()
-	var last []ipamv1.OverlappingRangeIPReservation
-	lastKey, stable := "", time.Now()
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		var list ipamv1.OverlappingRangeIPReservationList
-		if err := env.Client.List(context.Background(), &list, client.MatchingLabels{ipamv1.PoolLabel: pool}); err != nil {
-			t.Fatal(err)
-		}
-		var key strings.Builder
-		for _, r := range list.Items {
-			key.WriteString(r.Name + "/" + string(r.UID) + ",")
-		}
-		if key.String() != lastKey {
-			last, lastKey, stable = list.Items, key.String(), time.Now()
-			continue
-		}
-		if time.Since(stable) >= time.Second {
-			return last
-		}
-	}
-	t.Fatalf("the reservations of pool %s kept changing for 30s", pool)
-	return nil
 }

@@ -17,6 +17,7 @@ import (
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
 	"github.com/netpool/netpool/internal/kubeclient"
 	"github.com/netpool/netpool/test/envtest"
+	"github.com/netpool/netpool/test/poll"
 )
 
 func TestNodeName(t *testing.T) {
@@ -120,19 +121,14 @@ func TestMainLifecycle(t *testing.T) {
 	go func() {
 		done <- Main(ctx, Flags{Kubeconfig: env.Kubeconfig, NodeName: "flag-node", Socket: socket, QPS: kubeclient.DefaultQPS, Burst: kubeclient.DefaultBurst}, getenv, log)
 	}()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		out, err := newShim().call("ADD", "c1", "", netConf("net1", socket, `,"range":"10.90.0.0/24"`))
-		if err == nil {
-			if firstIP(t, out) != "10.90.0.1" {
-				t.Errorf("ADD = %s", out)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("agent not serving after 30s: %v", err)
-		}
-		time.Sleep(50 * time.Millisecond)
+	var out string
+	poll.Eventually(t, 30*time.Second, "the agent serves", func() error {
+		var err error
+		out, err = newShim().call("ADD", "c1", "", netConf("net1", socket, `,"range":"10.90.0.0/24"`))
+		return err
+	})
+	if firstIP(t, out) != "10.90.0.1" {
+		t.Errorf("ADD = %s", out)
 	}
 	var r ipamv1.OverlappingRangeIPReservation
 	if err := env.Client.Get(context.Background(), client.ObjectKey{Name: "10.90.0.1"}, &r); err != nil || r.Spec.Node != "sim-node-3" {

@@ -9,8 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/netpool/netpool/allocator/kubestore"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
+	"github.com/netpool/netpool/internal/podowner"
 	"github.com/netpool/netpool/test/envtest"
 )
 
@@ -29,7 +29,7 @@ func testPersistentOwnerHoles(t *testing.T, env *envtest.Env, sh *shim, na *runn
 			Spec: ipamclaimsv1.IPAMClaimSpec{Network: network, Interface: "net1"}}
 		pod := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "launcher-" + name, Annotations: map[string]string{
-				kubestore.NetworksAnnotation: `[{"name":"` + network + `","interface":"net1","ipam-claim-reference":"` + claim.Name + `"}]`}},
+				podowner.NetworksAnnotation: `[{"name":"` + network + `","interface":"net1","ipam-claim-reference":"` + claim.Name + `"}]`}},
 			Spec: corev1.PodSpec{NodeName: "node-a", Containers: []corev1.Container{{Name: "compute", Image: "virt-launcher"}}},
 		}
 		for _, o := range []client.Object{claim, pod} {

@@ -10,8 +10,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/netpool/netpool/allocator/kubestore"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
+	"github.com/netpool/netpool/internal/podowner"
 	"github.com/netpool/netpool/test/envtest"
 )
 
@@ -35,7 +35,7 @@ func testStatefulSetTakeOver(t *testing.T, env *envtest.Env, sh *shim, na, nb *r
 		t.Helper()
 		pod := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "db-0",
-				Labels:          map[string]string{"app": "db", kubestore.PodIndexLabel: "0"},
+				Labels:          map[string]string{"app": "db", podowner.PodIndexLabel: "0"},
 				OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "db", UID: sts.UID, Controller: ptr.To(true)}}},
 			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "db", Image: "db"}}},
 		}

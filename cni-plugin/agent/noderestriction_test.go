@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"path/filepath"
@@ -18,13 +19,14 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/netpool/netpool/allocator/kubestore"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
 	"github.com/netpool/netpool/internal/kubeclient"
+	"github.com/netpool/netpool/internal/podowner"
 	"github.com/netpool/netpool/test/envtest"
+	"github.com/netpool/netpool/test/poll"
 )
 
-// TestNodeRestriction installs deploy/agent-rbac.yaml and deploy/agent-admission.yaml and runs two
+// TestNodeRestriction installs deploy/base/agent-rbac.yaml and deploy/base/agent-admission.yaml and runs two
 // agents with real pod-bound ServiceAccount tokens of two nodes, as the kubelet would give them.
 // Normal ADD and DEL work through both; every write one node's credentials make on the other
 // node's reservations and slices is denied, and so are forged objects, a pool that admits nobody
@@ -90,18 +92,18 @@ func TestNodeRestriction(t *testing.T) {
 		}
 		// Were update granted by mistake, the policy still holds.
 		grantUpdate(t, env)
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			err := ca.Update(ctx, sl.DeepCopy())
-			if apierrors.IsForbidden(err) && strings.Contains(err.Error(), "netpool-agent-node-restriction") {
-				wantDenied(t, err, "node node-a may not update ippoolslices "+sl.Name+" of node node-b")
-				break
+		var err error
+		poll.Eventually(t, 30*time.Second, "the policy denies node-a taking node-b's slice with update granted", func() error {
+			err = ca.Update(ctx, sl.DeepCopy())
+			switch {
+			case err == nil:
+				t.Fatalf("node-a took node-b's slice with update granted, want the policy's denial")
+			case !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "netpool-agent-node-restriction"):
+				return err
 			}
-			if err == nil || time.Now().After(deadline) {
-				t.Fatalf("node-a taking node-b's slice with update granted: %v, want the policy's denial", err)
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
+			return nil
+		})
+		wantDenied(t, err, "node node-a may not update ippoolslices "+sl.Name+" of node node-b")
 		wantDenied(t, ca.Update(ctx, r), "node node-a may not update overlappingrangeipreservations "+r.Name+" of node node-b")
 		var got ipamv1.IPPoolSlice
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(sl), &got); err != nil || got.Spec.Node != "node-b" {
@@ -200,7 +202,7 @@ func testClaimTakeOver(t *testing.T, env *envtest.Env, sh *shim, na, nb *running
 	for _, name := range []string{"launcher-src", "launcher-dst"} {
 		pod := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, Annotations: map[string]string{
-				kubestore.NetworksAnnotation: `[{"name":"iso-vm","interface":"net1","ipam-claim-reference":"vm-a.net1"}]`}},
+				podowner.NetworksAnnotation: `[{"name":"iso-vm","interface":"net1","ipam-claim-reference":"vm-a.net1"}]`}},
 			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "compute", Image: "virt-launcher"}}},
 		}
 		if err := env.Client.Create(ctx, pod); err != nil {
@@ -266,7 +268,7 @@ func testClaimTakeOver(t *testing.T, env *envtest.Env, sh *shim, na, nb *running
 }
 
 // grantUpdate gives the agent's ServiceAccount update on reservations and slices, which
-// deploy/agent-rbac.yaml never does.
+// deploy/base/agent-rbac.yaml never does.
 func grantUpdate(t *testing.T, env *envtest.Env) {
 	t.Helper()
 	ctx := context.Background()
@@ -340,17 +342,13 @@ func mustClient(t *testing.T, env *envtest.Env, cfg *rest.Config) client.Client 
 // to be compiled and bound.
 func waitPolicyActive(t *testing.T, c client.Client) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	poll.Eventually(t, 30*time.Second, "the admission policy is enforced", func() error {
 		err := c.Create(context.Background(), forgedReservation("10.84.0.12", "node-other", "node-other"), client.DryRunAll)
 		if apierrors.IsForbidden(err) && strings.Contains(err.Error(), "netpool-agent-node-restriction") {
-			return
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the admission policy is not enforced after 30s: a forged create got %v", err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return fmt.Errorf("a forged create got %v", err)
+	})
 }
 
 func forgedReservation(addr, node, label string) *ipamv1.OverlappingRangeIPReservation {

@@ -13,6 +13,7 @@ import (
 
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
 	"github.com/netpool/netpool/test/envtest"
+	"github.com/netpool/netpool/test/poll"
 )
 
 // TestAPIServerRestartDuringARun keeps ADDs running on two nodes while the API server is killed and
@@ -23,7 +24,7 @@ import (
 // fail with 11, and the run ends once every worker has had one succeed again.
 func TestAPIServerRestartDuringARun(t *testing.T) {
 	env := envtest.Start(t)
-	warmUp(t, env)
+	env.WarmUp(t)
 	dir := socketDir(t)
 	const bound = 2 * time.Second
 	nodes := []*running{
@@ -152,12 +153,13 @@ func TestAPIServerRestartDuringARun(t *testing.T) {
 	// The runtime retries what failed; then every claim of unknown outcome is resolved.
 	// A runtime retries on 11 with a backoff; the control plane may still be warming up.
 	for _, r := range failed {
-		deadline := time.Now().Add(15 * time.Second)
-		_, err := newShim().call("ADD", r.id, "", conf(r.node))
-		for codeOf(err) == types.ErrTryAgainLater && time.Now().Before(deadline) {
-			time.Sleep(200 * time.Millisecond)
-			_, err = newShim().call("ADD", r.id, "", conf(r.node))
-		}
+		var err error
+		poll.Eventually(t, 15*time.Second, "the retried ADD "+r.id+" is answered", func() error {
+			if _, err = newShim().call("ADD", r.id, "", conf(r.node)); codeOf(err) == types.ErrTryAgainLater {
+				return err
+			}
+			return nil
+		})
 		if err != nil {
 			t.Errorf("retried ADD %s: %v", r.id, err)
 		}
@@ -166,24 +168,23 @@ func TestAPIServerRestartDuringARun(t *testing.T) {
 	// The runtime also retries the DEL that got 11. Whether that DEL took effect when the API server
 	// came back is not known to the caller (its answer may have been lost), so only the retried DEL
 	// settles it: afterwards the attachment holds nothing.
-	deadline := time.Now().Add(15 * time.Second)
-	_, delErr = newShim().call("DEL", "warm-node-a", "", conf(nodes[0]))
-	for codeOf(delErr) == types.ErrTryAgainLater && time.Now().Before(deadline) {
-		time.Sleep(200 * time.Millisecond)
-		_, delErr = newShim().call("DEL", "warm-node-a", "", conf(nodes[0]))
-	}
+	poll.Eventually(t, 15*time.Second, "the retried DEL warm-node-a is answered", func() error {
+		if _, delErr = newShim().call("DEL", "warm-node-a", "", conf(nodes[0])); codeOf(delErr) == types.ErrTryAgainLater {
+			return delErr
+		}
+		return nil
+	})
 	if delErr != nil {
 		t.Errorf("retried DEL warm-node-a: %v", delErr)
 	}
 	delete(succeeded, "warm-node-a")
 	for _, n := range nodes {
-		deadline := time.Now().Add(15 * time.Second)
-		for n.agent.Store().Pending() > 0 && time.Now().Before(deadline) {
-			time.Sleep(50 * time.Millisecond)
-		}
-		if p := n.agent.Store().Pending(); p != 0 {
-			t.Errorf("%s has %d claims of unknown outcome left", n.agent.opts.NodeName, p)
-		}
+		poll.Eventually(t, 15*time.Second, n.agent.opts.NodeName+" resolves its claims of unknown outcome", func() error {
+			if p := n.agent.Store().Pending(); p != 0 {
+				return fmt.Errorf("%d left", p)
+			}
+			return nil
+		})
 	}
 	var list ipamv1.OverlappingRangeIPReservationList
 	if err := env.Client.List(context.Background(), &list, client.MatchingLabels{ipamv1.PoolLabel: "10.80.0.0-16"}); err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/netpool/netpool/cni-plugin/agentproto"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
 	"github.com/netpool/netpool/test/envtest"
+	"github.com/netpool/netpool/test/poll"
 )
 
 // TestPoolRules drives the pool model's rules through the agent, as the plugin binary forwards
@@ -131,11 +132,15 @@ func TestPoolRules(t *testing.T) {
 		// Each attempt is a new attachment: one that got an address before the agent saw the
 		// condition would get the same address again (ADD is idempotent).
 		attempt := 0
-		err := eventually(func() error {
+		var err error
+		poll.Eventually(t, 10*time.Second, "the agent refuses the pool that is not Ready", func() error {
 			attempt++
-			_, err := sh.call("ADD", fmt.Sprintf("inv-1-%d", attempt), "", ref)
-			return err
-		}, func(err error) bool { return codeOf(err) == types.ErrInvalidNetworkConfig })
+			_, err = sh.call("ADD", fmt.Sprintf("inv-1-%d", attempt), "", ref)
+			if codeOf(err) != types.ErrInvalidNetworkConfig {
+				return fmt.Errorf("ADD: %v", err)
+			}
+			return nil
+		})
 		wantCode(t, err, types.ErrInvalidNetworkConfig,
 			`IPPool ops-invalid is not Ready (InvalidSpec): spec.range "10.96.0.0/24": the window 10.96.0.1-10.96.0.254 overlaps IPPool other`)
 		// What it gave is still released and checked.
@@ -144,14 +149,11 @@ func TestPoolRules(t *testing.T) {
 		}
 		// An exhausted pool is judged live by the allocator, not by the condition.
 		setReady(t, env, pool, metav1.ConditionFalse, ipamv1.IPPoolExhaustedReason, "0 of 254 addresses free")
-		err = eventually(func() error {
+		poll.Eventually(t, 10*time.Second, "ADD with Ready=False/PoolExhausted and free addresses succeeds", func() error {
 			attempt++
 			_, err := sh.call("ADD", fmt.Sprintf("inv-2-%d", attempt), "", ref)
 			return err
-		}, func(err error) bool { return err == nil })
-		if err != nil {
-			t.Errorf("ADD with Ready=False/PoolExhausted and free addresses = %v", err)
-		}
+		})
 	})
 
 	// IPPool.spec.nodeSelector is enforced with the node's labels, from the agent's cache.
@@ -164,8 +166,13 @@ func TestPoolRules(t *testing.T) {
 		create(t,
 			&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a", Labels: map[string]string{"rack": "r1"}}},
 			&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-b", Labels: map[string]string{"rack": "r2"}}})
-		err = eventually(func() error { _, err := sh.call("ADD", "rack-b1", "", onB); return err },
-			func(err error) bool { return err != nil && strings.Contains(err.Error(), "does not admit node") })
+		poll.Eventually(t, 10*time.Second, "the agent sees node-b's labels", func() error {
+			_, err = sh.call("ADD", "rack-b1", "", onB)
+			if err == nil || !strings.Contains(err.Error(), "does not admit node") {
+				return fmt.Errorf("ADD: %v", err)
+			}
+			return nil
+		})
 		wantCode(t, err, types.ErrInvalidNetworkConfig, `IPPool ops-rack1 does not admit node node-b: its nodeSelector is "rack=r1"`)
 		if ip := sh.addIP(t, "rack-a0", onA); ip != "10.40.0.1" {
 			t.Errorf("ADD on node-a (rack r1) got %s", ip)
@@ -200,7 +207,7 @@ func TestPoolRules(t *testing.T) {
 		if err := env.Client.Delete(ctx, first); err != nil {
 			t.Fatal(err)
 		}
-		err := eventually(func() error {
+		poll.Eventually(t, 10*time.Second, "ADD after the pool was removed derives it again", func() error {
 			_, err := sh.call("ADD", "gone-1", "", conf)
 			if err != nil {
 				return err
@@ -213,10 +220,7 @@ func TestPoolRules(t *testing.T) {
 				return fmt.Errorf("the pool was not made again")
 			}
 			return nil
-		}, func(err error) bool { return err == nil })
-		if err != nil {
-			t.Fatalf("ADD after the pool was removed: %v", err)
-		}
+		})
 	})
 
 	t.Run("a config deriving more pools than allowed", func(t *testing.T) {
@@ -260,18 +264,5 @@ func setReady(t *testing.T, env *envtest.Env, pool *ipamv1.IPPool, status metav1
 		ObservedGeneration: p.Generation, LastTransitionTime: metav1.Now()}}
 	if err := env.Client.Status().Update(ctx, p); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// eventually calls f until done accepts its error (the agent's cache catches up with a change),
-// for at most 10 s, and returns the last error.
-func eventually(f func() error, done func(error) bool) error {
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		err := f()
-		if done(err) || time.Now().After(deadline) {
-			return err
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }

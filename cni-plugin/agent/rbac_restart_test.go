@@ -1,12 +1,14 @@
 package agent
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/netpool/netpool/test/envtest"
+	"github.com/netpool/netpool/test/poll"
 )
 
 // TestRestartWhileRBACWarmsUp: right after an API server restart, its authorizer answers 403 until
@@ -37,27 +39,27 @@ func TestRestartWhileRBACWarmsUp(t *testing.T) {
 		done := make(chan outcome, 1)
 		go func() {
 			var o outcome
-			deadline := time.Now().Add(90 * time.Second)
-			for i := 0; ; i++ {
+			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+			defer cancel()
+			i := 0
+			err := poll.Until(ctx, 20*time.Millisecond, func(context.Context) error {
 				id := fmt.Sprintf("r%d-%d", round, i)
+				i++
 				_, err := sh.call("ADD", id, "", conf)
 				if err == nil {
-					done <- o
-					return
+					return nil
 				}
 				o.seen = append(o.seen, fmt.Sprintf("%d %.300s", codeOf(err), err))
 				if code := codeOf(err); code != 11 {
 					o.err = fmt.Errorf("ADD %s around the restart: %w; want 11 (try again later) while the API server warms up", id, err)
-					done <- o
-					return
+					return nil // no retry: the call failed as it must not
 				}
-				if time.Now().After(deadline) {
-					o.err = fmt.Errorf("ADD never succeeded after the restart")
-					done <- o
-					return
-				}
-				time.Sleep(20 * time.Millisecond)
+				return err
+			})
+			if err != nil {
+				o.err = fmt.Errorf("ADD never succeeded after the restart")
 			}
+			done <- o
 		}()
 		time.Sleep(time.Second)
 		if err := env.StartControlPlane(); err != nil {

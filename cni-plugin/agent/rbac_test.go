@@ -34,7 +34,7 @@ import (
 	"github.com/netpool/netpool/test/envtest"
 )
 
-// The agent's identity, as deploy/agent-rbac.yaml makes it.
+// The agent's identity, as deploy/base/agent-rbac.yaml makes it.
 const (
 	agentNamespace      = "netpool-system"
 	agentServiceAccount = "netpool-agent"
@@ -43,7 +43,7 @@ const (
 // agentManifests are the files an operator applies for the agent, in order.
 var agentManifests = []string{"namespace.yaml", "agent-rbac.yaml", "agent-daemonset.yaml"}
 
-// TestAgentRBAC applies deploy/agent-rbac.yaml to a real API server and runs two agents as the
+// TestAgentRBAC applies deploy/base/agent-rbac.yaml to a real API server and runs two agents as the
 // ServiceAccount it binds. They do their whole job under that identity (ADD, CHECK, DEL, GC and
 // STATUS; an inline pool created, blocks claimed and given back, a referenced pool's
 // namespaceSelector checked, borrowing, exhaustion), and the identity can do nothing beyond: real
@@ -330,7 +330,7 @@ func TestAgentRBAC(t *testing.T) {
 	})
 }
 
-// applyManifests creates every object of deploy/agent-*.yaml with a server-side dry run (the
+// applyManifests creates every object of deploy/base/agent-*.yaml with a server-side dry run (the
 // namespace first, which the namespaced objects need to exist for real), checks that the dry run
 // stored nothing, and then creates the RBAC objects for real.
 func applyManifests(t *testing.T, env *envtest.Env) {
@@ -350,7 +350,7 @@ func applyManifests(t *testing.T, env *envtest.Env) {
 	}
 	for _, k := range []string{"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "DaemonSet"} {
 		if kinds[k] != 1 {
-			t.Fatalf("deploy/agent-*.yaml hold %d %s objects, want 1 (all kinds: %v)", kinds[k], k, kinds)
+			t.Fatalf("deploy/base/agent-*.yaml hold %d %s objects, want 1 (all kinds: %v)", kinds[k], k, kinds)
 		}
 	}
 	// Namespaces first: a dry run, then for real, so that the namespaced objects can be dry-run in it.
@@ -437,7 +437,7 @@ func slicesOf(t *testing.T, env *envtest.Env, pool string) map[string]int {
 	return out
 }
 
-// TestAgentDaemonSetManifest checks that deploy/agent-daemonset.yaml runs the agent as the
+// TestAgentDaemonSetManifest checks that deploy/base/agent-daemonset.yaml runs the agent as the
 // ServiceAccount agent-rbac.yaml binds, names the node from spec.nodeName, serves the socket the
 // plugin dials by default on a host directory, installs the plugin into the host's CNI bin
 // directory, and asks for no privilege: no host network or PID, no privileged mode, no
@@ -454,7 +454,7 @@ func TestAgentDaemonSetManifest(t *testing.T) {
 		}
 	}
 	if ds == nil {
-		t.Fatal("deploy/agent-daemonset.yaml holds no DaemonSet")
+		t.Fatal("deploy/base/agent-daemonset.yaml holds no DaemonSet")
 	}
 	spec := ds.Spec.Template.Spec
 	if ds.Namespace != agentNamespace || spec.ServiceAccountName != agentServiceAccount {
@@ -518,7 +518,7 @@ func TestAgentDaemonSetManifest(t *testing.T) {
 		t.Errorf("agent memory limit %v, want at least %d MiB", agentC.Resources.Limits, (measuredPeak+framesBound)>>20)
 	}
 	if spec.AutomountServiceAccountToken != nil && !*spec.AutomountServiceAccountToken {
-		t.Error("the agent needs its pod-bound ServiceAccount token: deploy/agent-admission.yaml reads the node from it")
+		t.Error("the agent needs its pod-bound ServiceAccount token: deploy/base/agent-admission.yaml reads the node from it")
 	}
 	for _, p := range []*corev1.Probe{agentC.LivenessProbe, agentC.ReadinessProbe} {
 		if p == nil || p.HTTPGet == nil || p.HTTPGet.Port.String() != "metrics" || !slices.Contains(agentC.Args, "--metrics-bind-address=:9402") {

@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/netpool/netpool/test/poll"
 )
 
 // TestServerBoundsConnections holds every handler until the test lets go: no more than MaxConns
@@ -58,13 +60,12 @@ func TestServerBoundsConnections(t *testing.T) {
 			answers <- string(resp.Stdout)
 		})
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for inside.Load() < maxConns {
-		if time.Now().After(deadline) {
-			t.Fatalf("only %d of %d calls reached the handler", inside.Load(), maxConns)
+	poll.Eventually(t, 10*time.Second, "the bound's calls reach the handler", func() error {
+		if n := inside.Load(); n < maxConns {
+			return fmt.Errorf("only %d of %d calls reached the handler", n, maxConns)
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
 	// Give the extra connections every chance to get in if the bound does not hold.
 	time.Sleep(300 * time.Millisecond)
 	if n := inside.Load(); n != maxConns {

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"github.com/netpool/netpool/test/harness"
+	"fmt"
 	"log/slog"
 	"net"
 	"os"
@@ -14,6 +14,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/netpool/netpool/test/harness"
+	"github.com/netpool/netpool/test/poll"
 )
 
 func socketPath(t *testing.T) string {
@@ -225,13 +228,12 @@ func TestServerLogsWriteFailure(t *testing.T) {
 	_ = c.Close()
 	close(clientGone)
 	<-handled
-	deadline := time.Now().Add(5 * time.Second)
-	for !strings.Contains(logBuf.String(), "Writing response failed") {
-		if time.Now().After(deadline) {
-			t.Fatalf("log = %q", logBuf.String())
+	poll.Eventually(t, 5*time.Second, "the failed write is logged", func() error {
+		if log := logBuf.String(); !strings.Contains(log, "Writing response failed") {
+			return fmt.Errorf("log = %q", log)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 func TestServeWaitsForCallsInFlight(t *testing.T) {
@@ -268,16 +270,14 @@ func TestServeWaitsForCallsInFlight(t *testing.T) {
 	cancel()
 	// The shutdown has begun once the socket refuses new calls; Serve must still wait for the
 	// call in flight.
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+	poll.Eventually(t, 5*time.Second, "the socket refuses calls once the shutdown began", func() error {
 		c, err := net.Dial("unix", path)
 		if err != nil {
-			break
+			return nil
 		}
 		_ = c.Close()
-		if time.Now().After(deadline) {
-			t.Fatal("the socket still accepts 5s after the shutdown began")
-		}
-	}
+		return errors.New("the socket still accepts")
+	})
 	select {
 	case err := <-done:
 		t.Fatalf("Serve returned (%v) while a call was in flight", err)

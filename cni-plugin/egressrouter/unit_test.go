@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"os/exec"
 	"reflect"
 	"strings"
 	"testing"
@@ -115,22 +114,4 @@ func harnessCode(err error) uint {
 		return cniErr.Code
 	}
 	return 0
-}
-
-// TestPluginBinaryStaysSlim keeps the per-attachment binary free of client-go, controller-runtime
-// and TLS, like the IPAM plugin.
-func TestPluginBinaryStaysSlim(t *testing.T) {
-	out, err := exec.Command("go", "list", "-deps", "github.com/netpool/netpool/cmd/netpool-egress-router").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go list: %v\n%s", err, out)
-	}
-	deps := strings.Fields(string(out))
-	if len(deps) < 10 {
-		t.Fatalf("go list -deps printed %d packages: %s", len(deps), out)
-	}
-	for _, d := range deps {
-		if strings.HasPrefix(d, "k8s.io/") || strings.HasPrefix(d, "sigs.k8s.io/") || d == "crypto/tls" {
-			t.Errorf("cmd/netpool-egress-router links %s", d)
-		}
-	}
 }

@@ -7,19 +7,16 @@ import (
 	"sort"
 	"strings"
 	"testing"
-	"time"
 
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/restmapper"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/netpool/netpool/test/envtest"
-	"github.com/netpool/netpool/test/harness"
+	"github.com/netpool/netpool/test/harness/kustomize"
 )
 
 // minimumMinor is the oldest Kubernetes the README and docs/kubernetes-api.md state, and the
@@ -34,7 +31,7 @@ const minimumMinor = "33"
 // NAD CRD. The full overlay applies the same way to the version the other tests run. On 1.32 the
 // CRDs' validation rules would not compile (docs/kubernetes-api.md).
 func TestEveryOverlayAppliesOnTheMinimumKubernetes(t *testing.T) {
-	tree := harness.DeployWithLocal(t, harness.LocalOverlay(localTag))
+	tree := kustomize.DeployWithLocal(t, kustomize.LocalOverlay(localTag))
 	type overlay struct {
 		dir           string
 		prerequisites []string
@@ -62,10 +59,10 @@ func TestEveryOverlayAppliesOnTheMinimumKubernetes(t *testing.T) {
 			if applied < 15 {
 				t.Errorf("deploy/%s: %d objects applied", k.dir, applied)
 			}
-			waitEstablished(t, env)
+			env.WaitCRDsEstablished(t)
 			if k.dir == "overlays/full" {
 				env.InstallNADCRD(t) // Multus', which the example NADs need
-				if n := kubectlApply(t, env, harness.RenderDeploy(t, "examples")); n != 5 {
+				if n := kubectlApply(t, env, kustomize.Render(t, "examples")); n != 5 {
 					t.Errorf("deploy/examples: %d objects applied, want 5", n)
 				}
 			}
@@ -127,32 +124,4 @@ func kubectlApply(t *testing.T, env *envtest.Env, objs []*unstructured.Unstructu
 		n++
 	}
 	return n
-}
-
-// waitEstablished waits until every CRD the cluster holds is established: the kinds are served.
-func waitEstablished(t *testing.T, env *envtest.Env) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		var crds apiextensionsv1.CustomResourceDefinitionList
-		if err := env.Client.List(ctx, &crds); err != nil {
-			return false, err
-		}
-		for _, c := range crds.Items {
-			established := false
-			for _, cond := range c.Status.Conditions {
-				if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
-					established = true
-				}
-			}
-			if !established {
-				return false, nil
-			}
-		}
-		return len(crds.Items) > 0, nil
-	})
-	if err != nil {
-		t.Fatalf("CRDs not established: %v", err)
-	}
 }

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/netpool/netpool/test/harness"
+	"github.com/netpool/netpool/test/harness/kustomize"
 )
 
 // image is what every container of the base runs: the one image make image builds, tagged in one
@@ -34,7 +35,7 @@ func kindsOf(objs []*unstructured.Unstructured) map[string]int {
 // TestKustomizationsRender: each kustomization builds, holds what it promises, and names only the
 // one image, with the tag set in one place.
 func TestKustomizationsRender(t *testing.T) {
-	base := harness.RenderDeploy(t, "base")
+	base := kustomize.Render(t, "base")
 	kinds := kindsOf(base)
 	for _, k := range []string{"CustomResourceDefinition", "Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "DaemonSet", "Deployment", "Service"} {
 		if kinds[k] == 0 {
@@ -74,7 +75,7 @@ func TestKustomizationsRender(t *testing.T) {
 		t.Error("the base has no read-only netpool-viewer ClusterRole for netpoolctl users")
 	}
 
-	tree := harness.DeployWithLocal(t, harness.LocalOverlay(localTag))
+	tree := kustomize.DeployWithLocal(t, kustomize.LocalOverlay(localTag))
 	for _, k := range []struct{ dir, image string }{
 		{"base", image},
 		{"overlays/local", "ghcr.io/netpool/netpool:" + localTag},
@@ -106,13 +107,13 @@ func TestKustomizationsRender(t *testing.T) {
 	checkPodMonitor(t, full)
 
 	// Without the local overlay, the full one stops before anything is applied, naming it.
-	if _, err := harness.BuildKustomization(filepath.Join("..", "..", "deploy", "overlays", "full")); err == nil && !localExists() {
+	if _, err := kustomize.Build(filepath.Join("..", "..", "deploy", "overlays", "full")); err == nil && !localExists() {
 		t.Error("deploy/overlays/full builds without deploy/overlays/local")
 	} else if err != nil && !strings.Contains(err.Error(), filepath.Join("overlays", "local")) {
 		t.Errorf("deploy/overlays/full without the local overlay: %v, want an error naming overlays/local", err)
 	}
 
-	examples := harness.RenderDeploy(t, "examples")
+	examples := kustomize.Render(t, "examples")
 	if ek := kindsOf(examples); ek["NetworkAttachmentDefinition"] != 3 || ek["IPPool"] != 1 || ek["Namespace"] != 1 {
 		t.Errorf("deploy/examples kinds %v: want 3 NADs, the pool one references and their namespace", ek)
 	}
@@ -128,7 +129,7 @@ func localExists() bool {
 // build renders dir of the deploy tree at tree.
 func build(t *testing.T, tree, dir string) []*unstructured.Unstructured {
 	t.Helper()
-	objs, err := harness.BuildKustomization(filepath.Join(tree, dir))
+	objs, err := kustomize.Build(filepath.Join(tree, dir))
 	if err != nil {
 		t.Fatalf("kustomize build deploy/%s: %v", dir, err)
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"os"
 	"testing"
-	"time"
 
 	current "github.com/containernetworking/cni/pkg/types/100"
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
@@ -13,11 +12,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/netpool/netpool/controller"
+	"github.com/netpool/netpool/internal/scheme"
 	"github.com/netpool/netpool/test/envtest"
 )
 
@@ -32,9 +31,9 @@ func mustController(t *testing.T, env *envtest.Env) client.Client {
 // mustControllerWith is mustController with options changed by set (nil: the defaults).
 func mustControllerWith(t *testing.T, env *envtest.Env, set func(*controller.Options)) client.Client {
 	t.Helper()
-	scheme, err := controller.NewScheme()
+	s, err := scheme.New()
 	must(t, err)
-	c, err := client.New(env.Config, client.Options{Scheme: scheme})
+	c, err := client.New(env.Config, client.Options{Scheme: s})
 	must(t, err)
 	opts := controller.DefaultOptions()
 	opts.LeaderElection = false
@@ -59,19 +58,6 @@ func mustControllerWith(t *testing.T, env *envtest.Env, set func(*controller.Opt
 		}
 	})
 	return c
-}
-
-// waitFor polls get until it succeeds, failing the test with what it last returned after 30s.
-func waitFor(ctx context.Context, t *testing.T, what string, get func(context.Context) error) {
-	t.Helper()
-	var last error
-	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		last = get(ctx)
-		return last == nil, nil
-	})
-	if err != nil {
-		t.Fatalf("waiting for %s: %v (last: %v)", what, err, last)
-	}
 }
 
 // reportPodStarted writes what Multus and the kubelet write once pod's sandbox is up: the

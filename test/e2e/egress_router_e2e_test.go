@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"slices"
 	"testing"
+	"time"
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -16,6 +17,7 @@ import (
 
 	networkv1 "github.com/netpool/netpool/crds/network/v1"
 	"github.com/netpool/netpool/test/envtest"
+	"github.com/netpool/netpool/test/poll"
 )
 
 // TestEgressRouterEndToEnd runs the whole EgressRouter path: the reconciler, on a real API server,
@@ -60,9 +62,9 @@ func TestEgressRouterEndToEnd(t *testing.T) {
 	nad := &nadv1.NetworkAttachmentDefinition{}
 	pod := &corev1.Pod{}
 	svc := &corev1.Service{}
-	waitFor(ctx, t, "NAD X", func(ctx context.Context) error { return c.Get(ctx, key, nad) })
-	waitFor(ctx, t, "Pod X", func(ctx context.Context) error { return c.Get(ctx, key, pod) })
-	waitFor(ctx, t, "Service X", func(ctx context.Context) error { return c.Get(ctx, key, svc) })
+	poll.Eventually(t, 30*time.Second, "NAD X", func() error { return c.Get(ctx, key, nad) })
+	poll.Eventually(t, 30*time.Second, "Pod X", func() error { return c.Get(ctx, key, pod) })
+	poll.Eventually(t, 30*time.Second, "Service X", func() error { return c.Get(ctx, key, svc) })
 	for _, rule := range router.Spec.Redirect.RedirectRules {
 		if !slices.ContainsFunc(svc.Spec.Ports, func(p corev1.ServicePort) bool {
 			return p.Port == rule.Port && string(p.Protocol) == string(rule.Protocol) && p.TargetPort.IntVal == rule.Port
@@ -132,7 +134,7 @@ func nadConflist(t *testing.T, config string) []byte {
 func assertCondition(ctx context.Context, t *testing.T, c client.Client, key client.ObjectKey, typ string, status metav1.ConditionStatus, reason string) *networkv1.EgressRouter {
 	t.Helper()
 	r := &networkv1.EgressRouter{}
-	waitFor(ctx, t, fmt.Sprintf("%s %s=%s (%s)", key, typ, status, reason), func(ctx context.Context) error {
+	poll.Eventually(t, 30*time.Second, fmt.Sprintf("%s %s=%s (%s)", key, typ, status, reason), func() error {
 		if err := c.Get(ctx, key, r); err != nil {
 			return err
 		}

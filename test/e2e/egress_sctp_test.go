@@ -10,6 +10,8 @@ import (
 
 	"github.com/containernetworking/plugins/pkg/ns"
 	"golang.org/x/sys/unix"
+
+	"github.com/netpool/netpool/test/poll"
 )
 
 // assertSCTPTraffic sends SCTP through the router's SCTP rule, where the kernel has SCTP. Without it
@@ -22,18 +24,12 @@ func assertSCTPTraffic(ctx context.Context, t *testing.T, topo *egressTopology, 
 	}
 	_ = unix.Close(fd)
 	serveSCTP(t, topo.dest, netip.AddrPortFrom(a.dest, 9000), "dest-sctp")
-	var (
-		r    reply
-		last error
-	)
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && ctx.Err() == nil; time.Sleep(200 * time.Millisecond) {
-		if r, last = askSCTP(topo.client, netip.AddrPortFrom(a.routerCluster, 9000)); last == nil {
-			break
-		}
-	}
-	if last != nil {
-		t.Fatalf("SCTP to %s: %v", netip.AddrPortFrom(a.routerCluster, 9000), last)
-	}
+	var r reply
+	poll.Eventually(t, 10*time.Second, fmt.Sprintf("SCTP to %s", netip.AddrPortFrom(a.routerCluster, 9000)), func() error {
+		var err error
+		r, err = askSCTP(topo.client, netip.AddrPortFrom(a.routerCluster, 9000))
+		return err
+	})
 	if r.name != "dest-sctp" || r.local != netip.AddrPortFrom(a.dest, 9000) || r.peer != a.router.Addr() {
 		t.Errorf("SCTP reached %s at %s from %s; want dest-sctp at %s from %s", r.name, r.local, r.peer, netip.AddrPortFrom(a.dest, 9000), a.router.Addr())
 	}

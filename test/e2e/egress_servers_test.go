@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/containernetworking/plugins/pkg/ns"
+
+	"github.com/netpool/netpool/test/poll"
 )
 
 // serveTCP answers every connection to addr inside netns with "<name> <local address> <peer address>",
@@ -114,14 +116,19 @@ func parseReply(line string) (reply, error) {
 // Each attempt has a 2-second timeout; retry says how long to keep trying (a fresh link may drop the
 // first packets); a refused connection is returned at once.
 func ask(ctx context.Context, netns ns.NetNS, network string, addr netip.AddrPort, retry time.Duration) (reply, error) {
-	deadline := time.Now().Add(retry)
-	for {
-		r, err := askOnce(ctx, netns, network, addr)
-		if err == nil || isRefused(err) || time.Now().After(deadline) || ctx.Err() != nil {
-			return r, err
+	var (
+		r   reply
+		err error
+	)
+	retrying, cancel := context.WithTimeout(ctx, retry)
+	defer cancel()
+	_ = poll.Until(retrying, 100*time.Millisecond, func(context.Context) error { // err says why it ended
+		if r, err = askOnce(ctx, netns, network, addr); err == nil || isRefused(err) {
+			return nil
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return err
+	})
+	return r, err
 }
 
 func askOnce(ctx context.Context, netns ns.NetNS, network string, addr netip.AddrPort) (reply, error) {

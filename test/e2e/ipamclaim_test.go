@@ -21,7 +21,9 @@ import (
 	"github.com/netpool/netpool/cni-plugin/ipamplugin"
 	"github.com/netpool/netpool/controller"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
+	"github.com/netpool/netpool/internal/podowner"
 	"github.com/netpool/netpool/test/envtest"
+	"github.com/netpool/netpool/test/poll"
 )
 
 // TestIPAMClaims runs KubeVirt's story on a real API server with two node agents and the
@@ -91,7 +93,7 @@ func TestIPAMClaims(t *testing.T) {
 					x, got.UID, got.Spec.Users, r.UID)
 			}
 			must(t, c.Delete(ctx, launcher2))
-			waitFor(ctx, t, "the controller to remove the source's user", func(ctx context.Context) error {
+			poll.Eventually(t, 30*time.Second, "the controller removes the source's user", func() error {
 				got, err := reservationAt(ctx, c, x.Addr())
 				switch {
 				case err != nil:
@@ -119,7 +121,7 @@ func TestIPAMClaims(t *testing.T) {
 
 			t.Run("deleting the claim releases the address", func(t *testing.T) {
 				must(t, c.Delete(ctx, &ipamclaimsv1.IPAMClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: claim}}))
-				waitFor(ctx, t, "the release of "+x.String(), func(ctx context.Context) error {
+				poll.Eventually(t, 30*time.Second, "the release of "+x.String(), func() error {
 					r, err := reservationAt(ctx, c, x.Addr())
 					if err == nil && r != nil {
 						err = fmt.Errorf("reservation %s still there", r.Name)
@@ -176,7 +178,7 @@ func TestIPAMClaims(t *testing.T) {
 	t.Run("a claim reference that is no object name", func(t *testing.T) {
 		pod := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bad-ref", Annotations: map[string]string{
-				kubestore.NetworksAnnotation: `[{"name":"vm-net","interface":"net1","ipam-claim-reference":"team-b/vmx.net1"}]`}},
+				podowner.NetworksAnnotation: `[{"name":"vm-net","interface":"net1","ipam-claim-reference":"team-b/vmx.net1"}]`}},
 			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "compute", Image: "virt-launcher"}}},
 		}
 		must(t, c.Create(ctx, pod))
@@ -225,7 +227,7 @@ func mustLauncher(ctx context.Context, t *testing.T, c client.Client, ns, name, 
 	t.Helper()
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: map[string]string{
-			kubestore.NetworksAnnotation: fmt.Sprintf(`[{"name":"vm-net","namespace":%q,"interface":"net1","ipam-claim-reference":%q}]`, ns, claim),
+			podowner.NetworksAnnotation: fmt.Sprintf(`[{"name":"vm-net","namespace":%q,"interface":"net1","ipam-claim-reference":%q}]`, ns, claim),
 		}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "compute", Image: "virt-launcher"}}},
 	}

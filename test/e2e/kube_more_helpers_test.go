@@ -1,47 +1,15 @@
 package e2e
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
 	"github.com/netpool/netpool/test/envtest"
 	"github.com/netpool/netpool/test/harness"
 )
-
-// settledPool lists the pool's reservations once the list has stopped changing for a second, so
-// that calls of killed plugin processes still under way in an agent have finished.
-func settledPool(t *testing.T, env *envtest.Env, pool string) []ipamv1.OverlappingRangeIPReservation {
-	t.Helper()
-	var last []ipamv1.OverlappingRangeIPReservation
-	lastKey, stable := "", time.Now()
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		var list ipamv1.OverlappingRangeIPReservationList
-		if err := env.Client.List(context.Background(), &list, client.MatchingLabels{ipamv1.PoolLabel: ipamv1.LabelValue(pool)}); err != nil {
-			t.Fatal(err)
-		}
-		var key strings.Builder
-		for _, r := range list.Items {
-			key.WriteString(r.Name + "/" + string(r.UID) + ",")
-		}
-		if key.String() != lastKey {
-			last, lastKey, stable = list.Items, key.String(), time.Now()
-			continue
-		}
-		if time.Since(stable) >= time.Second {
-			return last
-		}
-	}
-	t.Fatalf("the reservations of pool %s kept changing for 30s", pool)
-	return nil
-}
 
 // proc is a process as /proc/<pid>/stat gives it.
 type proc struct {

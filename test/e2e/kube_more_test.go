@@ -18,6 +18,7 @@ import (
 
 	"github.com/netpool/netpool/test/envtest"
 	"github.com/netpool/netpool/test/harness"
+	"github.com/netpool/netpool/test/poll"
 )
 
 // TestKubernetesPoolExhaustedAtCapacity fills a six-address inline range from two nodes (three
@@ -276,7 +277,7 @@ func TestKubernetesKilledMidAddInNetns(t *testing.T) {
 		valid = append(valid, types.GCAttachment{ContainerID: rts[i].ContainerID, IfName: rts[i].IfName})
 	}
 
-	held := settledPool(t, env, pool)
+	held := env.SettledReservations(t, pool)
 	byOwner, byAddr := map[string]string{}, map[string]string{}
 	for _, r := range held {
 		if prev, dup := byOwner[r.Spec.ContainerID]; dup {
@@ -301,7 +302,7 @@ func TestKubernetesKilledMidAddInNetns(t *testing.T) {
 	if err := node.GCIPAM(ctx, valid); err != nil {
 		t.Fatalf("GC on node-a: %v", err)
 	}
-	after := settledPool(t, env, pool)
+	after := env.SettledReservations(t, pool)
 	got := map[string]string{}
 	for _, r := range after {
 		got[r.Spec.ContainerID] = r.Spec.Address
@@ -406,16 +407,15 @@ func TestKubernetesAPIServerRestartInNetns(t *testing.T) {
 	// retried with a backoff while the agents reconnect.
 	for _, p := range during {
 		var err error
-		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		poll.Eventually(t, 30*time.Second, "the retried DEL and ADD of "+p.rt.ContainerID+" are answered", func() error {
 			if err = nodes[p.node].Del(ctx, p.rt); err == nil {
-				if _, err = nodes[p.node].Add(ctx, p.rt); err == nil {
-					break
-				}
+				_, err = nodes[p.node].Add(ctx, p.rt)
 			}
-			if harness.CNIErrorCode(err) != types.ErrTryAgainLater || time.Now().After(deadline) {
-				break
+			if harness.CNIErrorCode(err) == types.ErrTryAgainLater {
+				return err
 			}
-		}
+			return nil
+		})
 		if err != nil {
 			t.Fatalf("retried DEL and ADD of %s: %v", p.rt.ContainerID, err)
 		}

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -22,6 +21,7 @@ import (
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
 	"github.com/netpool/netpool/test/envtest"
 	"github.com/netpool/netpool/test/harness"
+	"github.com/netpool/netpool/test/poll"
 )
 
 // TestKubeVirtIPAMExtensions runs a KubeVirt VM's life with the objects exactly as KubeVirt and
@@ -89,7 +89,7 @@ func TestKubeVirtIPAMExtensions(t *testing.T) {
 		// changes nothing there, and its pod goes; the controller removes its user.
 		mustDel(ctx, t, nodeA, attS)
 		must(t, c.Delete(ctx, source, client.GracePeriodSeconds(0)))
-		waitFor(ctx, t, "the source's user to go", func(ctx context.Context) error {
+		poll.Eventually(t, 30*time.Second, "the source's user goes", func() error {
 			r, err := reservationAt(ctx, c, x.Addr())
 			switch {
 			case err != nil:
@@ -129,7 +129,7 @@ func TestKubeVirtIPAMExtensions(t *testing.T) {
 				must(t, c.Get(ctx, client.ObjectKeyFromObject(claim), claim))
 				claim.Finalizers = slices.DeleteFunc(claim.Finalizers, func(f string) bool { return f == "kubevirt.io/persistent-ipam" })
 				must(t, c.Update(ctx, claim))
-				waitFor(ctx, t, "the release of "+x.String(), func(ctx context.Context) error {
+				poll.Eventually(t, 30*time.Second, "the release of "+x.String(), func() error {
 					r, err := reservationAt(ctx, c, x.Addr())
 					if err == nil && r != nil {
 						err = fmt.Errorf("reservation %s still there", r.Name)

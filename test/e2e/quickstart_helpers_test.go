@@ -27,6 +27,7 @@ import (
 
 	"github.com/netpool/netpool/test/envtest"
 	"github.com/netpool/netpool/test/harness"
+	"github.com/netpool/netpool/test/poll"
 )
 
 // quickStart is the README's "Kubernetes quick start" section: the manifests and the netpoolctl
@@ -219,22 +220,19 @@ func startAgentBinary(t *testing.T, argv []string, kubeconfig, node, runDir stri
 		}
 	})
 	socket := filepath.Join(runDir, "agent.sock")
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if c, err := net.Dial("unix", socket); err == nil {
-			_ = c.Close()
-			return
+	poll.Eventually(t, 30*time.Second, "netpool-agent of "+node+" serves its socket", func() error {
+		c, err := net.Dial("unix", socket)
+		if err == nil {
+			return c.Close()
 		}
 		select {
-		case err := <-exited:
-			exited <- err
-			t.Fatalf("netpool-agent of %s exited: %v\n%s", node, err, stderr.String())
-		case <-time.After(100 * time.Millisecond):
+		case exit := <-exited:
+			exited <- exit
+			t.Fatalf("netpool-agent of %s exited: %v\n%s", node, exit, stderr.String())
+		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("netpool-agent of %s serves no socket after 30s\n%s", node, stderr.String())
-		}
-	}
+		return fmt.Errorf("%w\n%s", err, stderr.String())
+	})
 }
 
 // runNetpoolctl runs the built netpoolctl with args and returns its stdout; a failure stops the

@@ -18,6 +18,8 @@ import (
 
 	"github.com/netpool/netpool/test/envtest"
 	"github.com/netpool/netpool/test/harness"
+	"github.com/netpool/netpool/test/harness/kustomize"
+	"github.com/netpool/netpool/test/poll"
 )
 
 // TestQuickStartKubernetes follows the README's Kubernetes quick start as far as a kube-apiserver
@@ -47,7 +49,7 @@ func TestQuickStartKubernetes(t *testing.T) {
 	qs := readQuickStart(t)
 
 	// 1. kubectl apply -k deploy/base
-	base := harness.RenderDeploy(t, "base")
+	base := kustomize.Render(t, "base")
 	serverSideApply(ctx, t, env, base)
 
 	// 2. The agent DaemonSet's pod on node-1.
@@ -146,13 +148,8 @@ func bindViewers(ctx context.Context, t *testing.T, env *envtest.Env, group stri
 // moment after the create.
 func waitViewer(ctx context.Context, t *testing.T, kubeconfig string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if _, err := netpoolctlOutput(ctx, "--kubeconfig", kubeconfig, "pools"); err == nil {
-			return
-		} else if time.Now().After(deadline) {
-			t.Fatalf("netpoolctl pools as a viewer still fails after 30s: %v", err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	poll.Eventually(t, 30*time.Second, "netpoolctl pools as a viewer", func() error {
+		_, err := netpoolctlOutput(ctx, "--kubeconfig", kubeconfig, "pools")
+		return err
+	})
 }

@@ -15,10 +15,11 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/netpool/netpool/allocator/kubestore"
 	"github.com/netpool/netpool/controller"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
+	"github.com/netpool/netpool/internal/podowner"
 	"github.com/netpool/netpool/test/envtest"
+	"github.com/netpool/netpool/test/poll"
 )
 
 // TestStickyStatefulSets runs a StatefulSet's life on a real API server with two node agents and
@@ -149,7 +150,7 @@ func TestStickyStatefulSets(t *testing.T) {
 		}
 		// No agent deletes a persistently owned reservation: the old address, unbound, gives way
 		// to the one cache-0's pod is bound to, and the controller releases it (Superseded).
-		waitFor(ctx, t, "the release of 10.78.0.200", func(ctx context.Context) error {
+		poll.Eventually(t, 30*time.Second, "the release of 10.78.0.200", func() error {
 			r, err := reservationAt(ctx, c, netip.MustParseAddr("10.78.0.200"))
 			if err == nil && r != nil {
 				err = fmt.Errorf("reservation %s still there", r.Name)
@@ -158,7 +159,7 @@ func TestStickyStatefulSets(t *testing.T) {
 		})
 		end(pod, att)
 		must(t, c.Delete(ctx, cache))
-		waitFor(ctx, t, "the release of 10.78.0.201", func(ctx context.Context) error {
+		poll.Eventually(t, 30*time.Second, "the release of 10.78.0.201", func() error {
 			r, err := reservationAt(ctx, c, netip.MustParseAddr("10.78.0.201"))
 			if err == nil && r != nil {
 				err = fmt.Errorf("reservation %s still there", r.Name)
@@ -180,7 +181,7 @@ func TestStickyStatefulSets(t *testing.T) {
 		stop(t, db2)                                                  // DEL, then the pod goes
 		must(t, c.Delete(ctx, db1.pod, client.GracePeriodSeconds(0))) // gone without a DEL: its user is stale
 		for _, ip := range []netip.Prefix{b, cc} {
-			waitFor(ctx, t, "the release of "+ip.String(), func(ctx context.Context) error {
+			poll.Eventually(t, 30*time.Second, "the release of "+ip.String(), func() error {
 				r, err := reservationAt(ctx, c, ip.Addr())
 				if err == nil && r != nil {
 					err = fmt.Errorf("reservation %s still there", r.Name)
@@ -195,7 +196,7 @@ func TestStickyStatefulSets(t *testing.T) {
 		t.Run("deleting the StatefulSet releases the rest", func(t *testing.T) {
 			stop(t, db0)
 			must(t, c.Delete(ctx, sts))
-			waitFor(ctx, t, "the release of "+a.String(), func(ctx context.Context) error {
+			poll.Eventually(t, 30*time.Second, "the release of "+a.String(), func() error {
 				r, err := reservationAt(ctx, c, a.Addr())
 				if err == nil && r != nil {
 					err = fmt.Errorf("reservation %s still there", r.Name)
@@ -232,7 +233,7 @@ func mustStatefulSetPod(ctx context.Context, t *testing.T, c client.Client, sts 
 	t.Helper()
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: sts.Namespace, Name: name,
-			Labels: map[string]string{"app": sts.Name, kubestore.PodIndexLabel: fmt.Sprint(ordinal)},
+			Labels: map[string]string{"app": sts.Name, podowner.PodIndexLabel: fmt.Sprint(ordinal)},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: sts.Name,
 				UID: sts.UID, Controller: ptr.To(true)}},
 		},

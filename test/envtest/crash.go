@@ -2,6 +2,7 @@ package envtest
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"net/url"
 	"os"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/netpool/netpool/test/poll"
 )
 
 // CrashAPIServer kills (SIGKILL) this Env's kube-apiserver, a child of the test process, as a
@@ -52,12 +55,14 @@ func (e *Env) CrashAPIServer() error {
 		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 			return fmt.Errorf("killing kube-apiserver (pid %d): %w", pid, err)
 		}
-		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		return poll.Until(ctx, 10*time.Millisecond, func(context.Context) error {
 			if b, err := os.ReadFile(stat); err != nil || bytes.Contains(b, []byte(") Z")) {
 				return nil
 			}
-		}
-		return fmt.Errorf("kube-apiserver (pid %d) still running after SIGKILL", pid)
+			return fmt.Errorf("kube-apiserver (pid %d) still running after SIGKILL", pid)
+		})
 	}
 	return fmt.Errorf("no kube-apiserver child of this process serves port %s", u.Port())
 }

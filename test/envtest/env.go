@@ -12,16 +12,17 @@ import (
 	"testing"
 	"time"
 
-	ipamclaimsv1 "github.com/k8snetworkplumbingwg/ipamclaims/pkg/crd/ipamclaims/v1alpha1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
+	"github.com/netpool/netpool/internal/scheme"
+	"github.com/netpool/netpool/test/harness"
+	"github.com/netpool/netpool/test/poll"
 )
 
 // servedTimeout bounds how long StartControlPlane waits for the netpool kinds to be served again
@@ -33,7 +34,7 @@ type Env struct {
 	// Config is the REST config of the admin user (group system:masters).
 	Config *rest.Config
 
-	// Scheme holds client-go's built-in kinds, apiextensions.k8s.io/v1 and ipam.netpool.io/v1alpha1.
+	// Scheme holds the kinds of internal/scheme and apiextensions.k8s.io/v1.
 	Scheme *runtime.Scheme
 
 	// Client is a controller-runtime client of the admin user, with Scheme. It has no cache: every
@@ -72,6 +73,7 @@ type Env struct {
 // is "true" (envtest's switch).
 func Start(t testing.TB) *Env {
 	t.Helper()
+	SkipShort(t)
 	root, err := moduleRoot()
 	if err != nil {
 		t.Fatalf("finding the checkout: %v", err)
@@ -89,6 +91,13 @@ func Start(t testing.TB) *Env {
 	return e
 }
 
+// SkipShort skips the test under go test -short (make unit): it needs a kube-apiserver and etcd.
+// Start and Shared call it, so a test that needs an API server skips by asking for one.
+func SkipShort(t testing.TB) {
+	t.Helper()
+	harness.SkipShort(t, "a kube-apiserver and etcd (envtest)")
+}
+
 // The tools modules under hack/ whose kube-apiserver and etcd Start and StartBare run.
 const (
 	// DefaultModule is the Kubernetes version the tests run (docs/envtest.md).
@@ -101,6 +110,7 @@ const (
 // installed: a cluster as an operator has it before netpool. t.Cleanup stops it.
 func StartBare(t testing.TB, module string) *Env {
 	t.Helper()
+	SkipShort(t)
 	root, err := moduleRoot()
 	if err != nil {
 		t.Fatalf("finding the checkout: %v", err)
@@ -130,7 +140,7 @@ func start(dir, root, module, crdDir string) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	scheme, err := NewScheme()
+	scheme, err := newScheme()
 	if err != nil {
 		return nil, err
 	}
@@ -181,21 +191,17 @@ func (e *Env) finishStart(dir string) error {
 	return nil
 }
 
-// NewScheme returns a scheme with client-go's built-in kinds, apiextensions.k8s.io/v1, netpool's
-// ipam.netpool.io/v1alpha1 kinds and the IPAMClaim (InstallIPAMClaimCRD serves it).
-func NewScheme() (*runtime.Scheme, error) {
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{
-		clientgoscheme.AddToScheme,
-		apiextensionsv1.AddToScheme,
-		ipamv1.AddToScheme,
-		ipamclaimsv1.AddToScheme,
-	} {
-		if err := add(scheme); err != nil {
-			return nil, fmt.Errorf("failed to build the scheme: %w", err)
-		}
+// newScheme is the one scheme of netpool's kinds (internal/scheme) with apiextensions.k8s.io/v1,
+// whose CRDs the Env installs.
+func newScheme() (*runtime.Scheme, error) {
+	s, err := scheme.New()
+	if err != nil {
+		return nil, err
 	}
-	return scheme, nil
+	if err := apiextensionsv1.AddToScheme(s); err != nil {
+		return nil, fmt.Errorf("failed to build the scheme: %w", err)
+	}
+	return s, nil
 }
 
 // Stop stops the apiserver and etcd. t.Cleanup calls it; calling it again does nothing.
@@ -280,22 +286,18 @@ func waitServed(ctx context.Context, c client.Client) error {
 	lists := []client.ObjectList{
 		&ipamv1.IPPoolList{}, &ipamv1.OverlappingRangeIPReservationList{}, &ipamv1.IPPoolSliceList{},
 	}
-	for {
-		var err error
+	err := poll.Until(ctx, 100*time.Millisecond, func(ctx context.Context) error {
 		for _, l := range lists {
-			if err = c.List(ctx, l, client.Limit(1)); err != nil {
-				break
+			if err := c.List(ctx, l, client.Limit(1)); err != nil {
+				return err
 			}
 		}
-		if err == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("netpool kinds not served after the restart: %w", err)
-		case <-time.After(100 * time.Millisecond):
-		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("netpool kinds not served after the restart: %w", err)
 	}
+	return nil
 }
 
 // UserKubeconfig returns the path of a kubeconfig file (in t.TempDir()) that authenticates as user

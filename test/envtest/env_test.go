@@ -17,6 +17,7 @@ import (
 
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
 	"github.com/netpool/netpool/test/envtest"
+	"github.com/netpool/netpool/test/poll"
 )
 
 func TestMain(m *testing.M) { os.Exit(envtest.RunShared(m.Run)) }
@@ -214,17 +215,13 @@ func bind(t *testing.T, env *envtest.Env, name string, subject rbacv1.Subject) {
 // waitAllowed polls call until it succeeds: the RBAC authorizer sees new bindings through its cache.
 func waitAllowed(t *testing.T, call func() error) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	poll.Eventually(t, 10*time.Second, "allowed after the binding", func() error {
 		err := call()
-		if err == nil {
-			return
+		if err != nil && !apierrors.IsForbidden(err) {
+			t.Fatalf("a call that should be allowed after the binding: %v", err)
 		}
-		if !apierrors.IsForbidden(err) || time.Now().After(deadline) {
-			t.Fatalf("still not allowed after the binding: %v", err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return err
+	})
 }
 
 // isConnRefused reports whether err comes from dialing a port nothing listens on.

@@ -2,6 +2,7 @@ package envtest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,14 +11,15 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
+
+	"github.com/netpool/netpool/test/poll"
 )
 
 // nadCRDFile is the NetworkAttachmentDefinition CRD as Multus installs it, kept with the
-// controller's test data.
-const nadCRDFile = "controller/testdata/nad-crd.yaml"
+// harness's test data.
+const nadCRDFile = "test/envtest/testdata/nad-crd.yaml"
 
 // InstallNADCRD installs the NetworkAttachmentDefinition CRD and waits until it is established,
 // for tests that create NADs (Multus reads them). A CRD already installed (by another test of a
@@ -57,15 +59,44 @@ func installCRDFile(c client.Client, path string) error {
 	if err := c.Create(ctx, crd); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
-	return wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+	return poll.Until(ctx, 100*time.Millisecond, func(ctx context.Context) error {
 		if err := c.Get(ctx, client.ObjectKeyFromObject(crd), crd); err != nil {
-			return false, err
+			return err
 		}
-		for _, cond := range crd.Status.Conditions {
-			if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
-				return true, nil
+		if !established(crd) {
+			return fmt.Errorf("CRD %s is not established", crd.Name)
+		}
+		return nil
+	})
+}
+
+// WaitCRDsEstablished waits until every CRD the cluster holds is established, its kinds served:
+// for tests that install CRDs by applying manifests.
+func (e *Env) WaitCRDsEstablished(tb testing.TB) {
+	tb.Helper()
+	poll.Eventually(tb, 30*time.Second, "every CRD is established", func() error {
+		var crds apiextensionsv1.CustomResourceDefinitionList
+		if err := e.Client.List(context.Background(), &crds); err != nil {
+			return err
+		}
+		if len(crds.Items) == 0 {
+			return errors.New("no CRD")
+		}
+		for i := range crds.Items {
+			if !established(&crds.Items[i]) {
+				return fmt.Errorf("CRD %s is not established", crds.Items[i].Name)
 			}
 		}
-		return false, nil
+		return nil
 	})
+}
+
+// established reports whether the API server serves crd's kind.
+func established(crd *apiextensionsv1.CustomResourceDefinition) bool {
+	for _, cond := range crd.Status.Conditions {
+		if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
+			return true
+		}
+	}
+	return false
 }

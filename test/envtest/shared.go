@@ -45,6 +45,7 @@ type sharedEnv struct {
 
 func (s *sharedEnv) get(t testing.TB) *Env {
 	t.Helper()
+	SkipShort(t)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.running {

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"testing"
 )
 
 // ReferencePlugins are the containernetworking/plugins binaries the tests chain netpool with.
@@ -50,12 +51,10 @@ func BinDir() (string, error) {
 	return binDir, buildErr
 }
 
-// MustBinDir is BinDir for tests: it stops the test on a build failure.
-func MustBinDir(t interface {
-	Helper()
-	Fatalf(string, ...any)
-}) string {
+// MustBinDir is BinDir for tests: it stops the test on a build failure, and skips it under -short.
+func MustBinDir(t testing.TB) string {
 	t.Helper()
+	SkipShort(t, "the netpool plugins and the reference CNI plugins built")
 	d, err := BinDir()
 	if err != nil {
 		t.Fatalf("building test binaries: %v", err)
@@ -195,12 +194,11 @@ func CommandBinary(name string) (string, error) {
 	return p, nil
 }
 
-// MustCommandBinary is CommandBinary for tests: it stops the test on a build failure.
-func MustCommandBinary(t interface {
-	Helper()
-	Fatalf(string, ...any)
-}, name string) string {
+// MustCommandBinary is CommandBinary for tests: it stops the test on a build failure, and skips it
+// under -short.
+func MustCommandBinary(t testing.TB, name string) string {
 	t.Helper()
+	SkipShort(t, "cmd/"+name+" built")
 	p, err := CommandBinary(name)
 	if err != nil {
 		t.Fatalf("building %s: %v", name, err)

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"testing"
 )
 
 // multusModule is the Multus module whose thin plugin (cmd/multus) the tests drive netpool through.
@@ -27,12 +28,11 @@ func MultusBinary() (string, error) {
 	return multusPath, multusErr
 }
 
-// MustMultusBinary is MultusBinary for tests: it stops the test on a build failure.
-func MustMultusBinary(t interface {
-	Helper()
-	Fatalf(string, ...any)
-}) string {
+// MustMultusBinary is MultusBinary for tests: it stops the test on a build failure, and skips it
+// under -short.
+func MustMultusBinary(t testing.TB) string {
 	t.Helper()
+	SkipShort(t, "Multus built")
 	p, err := MultusBinary()
 	if err != nil {
 		t.Fatalf("building multus: %v", err)

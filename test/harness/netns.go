@@ -15,6 +15,8 @@ import (
 	"github.com/containernetworking/plugins/pkg/testutils"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
+
+	"github.com/netpool/netpool/test/poll"
 )
 
 // NewNetNS creates a persistent network namespace, bind-mounted under /var/run/netns so that CNI
@@ -71,20 +73,22 @@ func AddVethPair(n ns.NetNS, name, peer string) error {
 // and waits up to timeout until none of them is still tentative (IPv6 duplicate address detection),
 // so that the caller may bind to them at once. Link-local addresses are left out.
 func WaitAddrs(n ns.NetNS, ifName string, timeout time.Duration) ([]netip.Prefix, error) {
-	deadline := time.Now().Add(timeout)
-	for {
-		addrs, tentative, err := globalAddrs(n, ifName)
-		if err == nil && !tentative {
-			return addrs, nil
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var addrs []netip.Prefix
+	err := poll.Until(ctx, poll.Interval, func(context.Context) error {
+		var tentative bool
+		var err error
+		addrs, tentative, err = globalAddrs(n, ifName)
+		if err == nil && tentative {
+			err = fmt.Errorf("addresses %v of %s still tentative", addrs, ifName)
 		}
-		if time.Now().After(deadline) {
-			if err == nil {
-				err = fmt.Errorf("addresses %v of %s still tentative after %s", addrs, ifName, timeout)
-			}
-			return nil, err
-		}
-		time.Sleep(50 * time.Millisecond)
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
+	return addrs, nil
 }
 
 func globalAddrs(n ns.NetNS, ifName string) ([]netip.Prefix, bool, error) {
@@ -162,15 +166,12 @@ func DialTCP(ctx context.Context, server ns.NetNS, serverAddr netip.Addr, client
 
 	var conn net.Conn
 	err = client.Do(func(ns.NetNS) error {
-		for {
+		return poll.Until(ctx, 100*time.Millisecond, func(ctx context.Context) error {
 			d := net.Dialer{Timeout: 2 * time.Second}
 			var err error
 			conn, err = d.DialContext(ctx, "tcp", ln.Addr().String())
-			if err == nil || ctx.Err() != nil {
-				return err
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+			return err
+		})
 	})
 	if err != nil {
 		return netip.Addr{}, fmt.Errorf("failed to dial %s: %w", ln.Addr(), err)

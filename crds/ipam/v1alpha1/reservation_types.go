@@ -15,6 +15,12 @@ const (
 	PoolLabel = GroupName + "/pool"
 )
 
+// NetworkAnnotation holds, on every reservation, the CNI network name (the "name" of the network
+// config) of the attachment. GC releases only reservations of its own network on its own node; the
+// spec's networkName is the NAD's network_name, the address scope, which several CNI networks may
+// share.
+const NetworkAnnotation = GroupName + "/network"
+
 // OverlappingRangeIPReservationSpec records who holds an allocated address.
 //
 // +kubebuilder:validation:XValidation:rule="has(self.owner) == has(oldSelf.owner) && (!has(self.owner) || self.owner == oldSelf.owner)",message="owner is immutable: an address keeps its persistent owner until it is released"

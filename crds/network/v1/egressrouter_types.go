@@ -87,6 +87,13 @@ const (
 	// RouterUIDLabel, on the OverlappingRangeIPReservation that claims a router address in its
 	// pool, holds the router's UID: the reservation belongs to that router, not to a pod or a node.
 	RouterUIDLabel = GroupName + "/egress-router-uid"
+
+	// OpenShiftPodLabel and OpenShiftPodLabelValue are the label OpenShift's operator gives its
+	// router pods, app: egress-router-cni. Pod X carries it too, so that a Service written for
+	// OpenShift (its procedure selects the router's pod by it) selects Pod X. Service X selects by
+	// RouterLabel, which tells routers apart.
+	OpenShiftPodLabel      = "app"
+	OpenShiftPodLabelValue = "egress-router-cni"
 )
 
 // ConfigHashAnnotation, on the router's pod, is a hash of everything the pod was made from (the

@@ -38,17 +38,16 @@ import (
 	ipamclaimsv1 "github.com/k8snetworkplumbingwg/ipamclaims/pkg/crd/ipamclaims/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/netpool/netpool/allocator/kubestore"
 	"github.com/netpool/netpool/cni-plugin/agent"
 	"github.com/netpool/netpool/cni-plugin/agentproto"
 	"github.com/netpool/netpool/cni-plugin/ipamplugin"
-	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
+	"github.com/netpool/netpool/internal/podowner"
+	"github.com/netpool/netpool/internal/scheme"
 )
 
 func main() {
@@ -138,15 +137,13 @@ func run(ctx context.Context, adds int) ([]row, error) {
 	if err != nil {
 		return nil, err
 	}
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, ipamv1.AddToScheme, ipamclaimsv1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			return nil, err
-		}
+	registry, err := scheme.New()
+	if err != nil {
+		return nil, err
 	}
 	env := &crenvtest.Environment{
 		CRDDirectoryPaths:     []string{filepath.Join(root, "crds", "bases"), filepath.Join(claimsDir, "artifacts")},
-		ErrorIfCRDPathMissing: true, BinaryAssetsDirectory: assets, Scheme: scheme,
+		ErrorIfCRDPathMissing: true, BinaryAssetsDirectory: assets, Scheme: registry,
 	}
 	cfg, err := env.Start()
 	if err != nil {
@@ -154,7 +151,7 @@ func run(ctx context.Context, adds int) ([]row, error) {
 	}
 	defer func() { _ = env.Stop() }()
 	cfg.QPS, cfg.Burst = 1000, 2000
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	c, err := client.New(cfg, client.Options{Scheme: registry})
 	if err != nil {
 		return nil, err
 	}
@@ -282,7 +279,7 @@ func (p *plugin) podAndClaim(ctx context.Context, c client.Client, name string, 
 		return err
 	}
 	return c.Create(ctx, &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "vms", Name: name, Annotations: map[string]string{kubestore.NetworksAnnotation: string(ann)}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "vms", Name: name, Annotations: map[string]string{podowner.NetworksAnnotation: string(ann)}},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "compute", Image: "virt-launcher"}}},
 	})
 }

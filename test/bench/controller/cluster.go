@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/netpool/netpool/controller"
+	"github.com/netpool/netpool/internal/scheme"
 )
 
 // cluster is the envtest control plane, the controller binary and its process.
@@ -61,19 +61,19 @@ func startCluster(o options) (*cluster, error) {
 	if err != nil {
 		return c, fmt.Errorf("failed to get the envtest binaries: %w", err)
 	}
-	scheme, err := controller.NewScheme()
+	s, err := scheme.New()
 	if err != nil {
 		return c, err
 	}
 	c.env = &crenvtest.Environment{
 		CRDDirectoryPaths:     []string{filepath.Join(root, "crds", "bases"), filepath.Join(root, "controller", "testdata")},
-		ErrorIfCRDPathMissing: true, BinaryAssetsDirectory: assets, Scheme: scheme,
+		ErrorIfCRDPathMissing: true, BinaryAssetsDirectory: assets, Scheme: s,
 	}
 	if c.cfg, err = c.env.Start(); err != nil {
 		return c, fmt.Errorf("failed to start envtest: %w", err)
 	}
 	c.cfg.QPS, c.cfg.Burst = 2000, 4000
-	if c.client, err = client.NewWithWatch(c.cfg, client.Options{Scheme: scheme}); err != nil {
+	if c.client, err = client.NewWithWatch(c.cfg, client.Options{Scheme: s}); err != nil {
 		return c, err
 	}
 	c.kubeconfig = filepath.Join(dir, "admin.kubeconfig")

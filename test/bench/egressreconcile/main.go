@@ -1,4 +1,4 @@
-// Command egress measures the EgressRouter reconciler on one envtest kube-apiserver + etcd, with
+// Command egressreconcile measures the EgressRouter reconciler on one envtest kube-apiserver + etcd, with
 // the controller's manager running in this process and the bench playing the kubelet and Multus
 // (it marks each router pod Ready and writes the network-status that shows its address on net1):
 //

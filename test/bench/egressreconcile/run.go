@@ -23,6 +23,7 @@ import (
 
 	"github.com/netpool/netpool/controller"
 	networkv1 "github.com/netpool/netpool/crds/network/v1"
+	"github.com/netpool/netpool/internal/scheme"
 )
 
 // namespace holds the bench's routers.
@@ -39,13 +40,13 @@ func run(ctx context.Context, o options) (*report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("failed to get the envtest binaries: %w", err)
 	}
-	scheme, err := controller.NewScheme()
+	s, err := scheme.New()
 	if err != nil {
 		return nil, err
 	}
 	env := &crenvtest.Environment{
 		CRDDirectoryPaths:     []string{filepath.Join(dir, "crds", "bases"), filepath.Join(dir, "controller", "testdata")},
-		ErrorIfCRDPathMissing: true, BinaryAssetsDirectory: strings.TrimSpace(string(assets)), Scheme: scheme,
+		ErrorIfCRDPathMissing: true, BinaryAssetsDirectory: strings.TrimSpace(string(assets)), Scheme: s,
 	}
 	cfg, err := env.Start()
 	if err != nil {
@@ -53,7 +54,7 @@ func run(ctx context.Context, o options) (*report, error) {
 	}
 	defer func() { _ = env.Stop() }() // the bench's figures are printed either way
 	cfg.QPS, cfg.Burst = 2000, 4000
-	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: s})
 	if err != nil {
 		return nil, err
 	}

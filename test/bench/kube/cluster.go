@@ -14,12 +14,11 @@ import (
 	"syscall"
 	"time"
 
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
+	"github.com/netpool/netpool/internal/scheme"
 )
 
 // cluster is the envtest control plane, the binaries and the agents of one run.
@@ -60,19 +59,19 @@ func startCluster(ctx context.Context, o options, nodes int) (*cluster, error) {
 	if err != nil {
 		return c, fmt.Errorf("failed to get the envtest binaries: %w", err)
 	}
-	scheme := runtime.NewScheme()
-	if err := ipamv1.AddToScheme(scheme); err != nil {
+	kinds, err := scheme.New()
+	if err != nil {
 		return c, err
 	}
 	c.env = &crenvtest.Environment{
 		CRDDirectoryPaths: []string{filepath.Join(root, "crds", "bases")}, ErrorIfCRDPathMissing: true,
-		BinaryAssetsDirectory: strings.TrimSpace(assets), Scheme: scheme,
+		BinaryAssetsDirectory: strings.TrimSpace(assets), Scheme: kinds,
 	}
 	if c.cfg, err = c.env.Start(); err != nil {
 		return c, fmt.Errorf("failed to start envtest: %w", err)
 	}
 	c.cfg.QPS, c.cfg.Burst = 1000, 2000
-	if c.client, err = client.New(c.cfg, client.Options{Scheme: scheme}); err != nil {
+	if c.client, err = client.New(c.cfg, client.Options{Scheme: kinds}); err != nil {
 		return c, err
 	}
 	c.kubeconfig = filepath.Join(dir, "admin.kubeconfig")

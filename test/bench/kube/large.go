@@ -22,7 +22,6 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/netpool/netpool/allocator/kubestore"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
 	"github.com/netpool/netpool/ipam"
 )
@@ -237,7 +236,7 @@ func fill(ctx context.Context, c *cluster, o options, pool *ipamv1.IPPool, rep *
 		objs = append(objs, &ipamv1.OverlappingRangeIPReservation{
 			ObjectMeta: metav1.ObjectMeta{
 				Name: ipamv1.ReservationName(pool.Spec.NetworkName, a), Labels: labels(),
-				Annotations: map[string]string{kubestore.NetworkAnnotation: largeNetwork},
+				Annotations: map[string]string{ipamv1.NetworkAnnotation: largeNetwork},
 			},
 			Spec: ipamv1.OverlappingRangeIPReservationSpec{
 				Address: a.String(), Pool: pool.Name, ContainerID: fmt.Sprintf("fill%08d", i), IfName: "net1",
