@@ -2,10 +2,12 @@ package kubestore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,6 +16,7 @@ import (
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
 	"github.com/netpool/netpool/test/apicount"
 	"github.com/netpool/netpool/test/envtest"
+	"github.com/netpool/netpool/test/poll"
 )
 
 const (
@@ -37,7 +40,9 @@ func TestAnotherNodesWorkSendsNoEvents(t *testing.T) {
 	b := &node{store: MustStart(t, env, "fan-b", Options{}, countB.Wrap)}
 
 	b.mustAdd(t, cs, "b0")
-	eventually(t, "node B sees its first slice", func() bool { return countB.Snapshot().Events[slicesResource] >= 1 })
+	poll.Eventually(t, 30*time.Second, "node B sees its first slice", func() error {
+		return expect(countB.Snapshot().Events[slicesResource] >= 1)
+	})
 	before := countB.Snapshot()
 	for i := range 12 { // blocks of 4 addresses: at least three blocks
 		a.mustAdd(t, cs, fmt.Sprintf("a%d", i))
@@ -47,8 +52,8 @@ func TestAnotherNodesWorkSendsNoEvents(t *testing.T) {
 	}
 	// Watch events come in resourceVersion order: once B has seen its own later claim, it has seen
 	// everything of A's that its watch would carry.
-	eventually(t, "node B sees its second slice", func() bool {
-		return countB.Snapshot().Sub(before).Events[slicesResource] >= 1
+	poll.Eventually(t, 30*time.Second, "node B sees its second slice", func() error {
+		return expect(countB.Snapshot().Sub(before).Events[slicesResource] >= 1)
 	})
 	got := countB.Snapshot().Sub(before)
 	var own ipamv1.IPPoolSliceList
@@ -156,9 +161,9 @@ func TestNamespacesWatchedOnlyWhenSelected(t *testing.T) {
 		t.Fatal(err)
 	}
 	cs := conf("net-ns-selected", `,"pool":"ops-ns-selected"`)
-	eventually(t, "the pool admits team a", func() bool {
+	poll.Eventually(t, 30*time.Second, "the pool admits team a", func() error {
 		_, err := n.add(cs, "K8S_POD_NAMESPACE=ns-team-a;K8S_POD_NAME=p", "team-a")
-		return err == nil
+		return err
 	})
 	if _, err := n.add(cs, "K8S_POD_NAMESPACE=ns-team-b;K8S_POD_NAME=p", "team-b"); err == nil ||
 		!strings.Contains(err.Error(), "does not admit namespace ns-team-b") {
@@ -173,4 +178,12 @@ func TestNamespacesWatchedOnlyWhenSelected(t *testing.T) {
 	if err := n.store.cache.List(ctx, &cached); err != nil || len(cached.Items) < 2 {
 		t.Errorf("the agent's namespaces: %d, %v; want them as metadata", len(cached.Items), err)
 	}
+}
+
+// expect is nil when ok holds: a condition for poll.Eventually.
+func expect(ok bool) error {
+	if ok {
+		return nil
+	}
+	return errors.New("not yet")
 }
