@@ -129,7 +129,8 @@ func checkRules(s *apiextensionsv1.JSONSchemaProps, path string) []string {
 		}
 	}
 	ours := strings.HasPrefix(path, ".spec") || strings.HasPrefix(path, ".status")
-	fromMeta := strings.Contains(path, "Selector") || strings.Contains(path, ".conditions") // metav1 types
+	// metav1 types: selectors, conditions, and times (metav1.Time, a date-time string)
+	fromMeta := strings.Contains(path, "Selector") || strings.Contains(path, ".conditions") || s.Format == "date-time"
 	if s.Type == "string" && s.MaxLength == nil && len(s.Enum) == 0 && ours && !fromMeta {
 		problems = append(problems, fmt.Sprintf("%s: string without maxLength", path))
 	}

@@ -68,29 +68,42 @@ func writes(by map[string]int) int {
 }
 
 // TestCooldownAPIRequests measures what a reuse cool-down costs in API requests per ADD+DEL, with
-// and without one, on one node: the cool-down is the agent's memory, so the reservation's Create
-// and Delete stay the only writes of a cycle. What it adds is slices: a node that may not reuse
-// its released addresses claims its next block sooner (one IPPoolSlice Create per block of
-// cycles, while the pool has unclaimed blocks). docs/kubernetes-mode.md quotes these figures.
+// and without one, on one node. Without one, a cycle is the reservation's Create and Delete and
+// nothing else. With one, the node also records its releases on its slices, written behind and
+// coalesced (one patch per changed block and CoolingFlushDelay), and it claims its next block
+// sooner (one IPPoolSlice Create per block of cycles, while the pool has unclaimed blocks), as it
+// may not reuse what it released. Two rates: cycles back to back (a burst, the patches coalesced)
+// and one cycle per flush delay (each release its own patch, the most a cool-down costs).
+// docs/kubernetes-mode.md and the README quote these figures.
 func TestCooldownAPIRequests(t *testing.T) {
 	env := envtest.Shared(t)
-	cnt := &counter{by: map[string]int{}}
-	n := &node{store: MustStart(t, env, "node-cool-count", Options{}, cnt.wrap)}
 	const cycles = 48 // three blocks of 16 (/28, the default for a /24)
-	for _, tt := range []struct{ name, extra string }{
-		{"without a cool-down", ``},
-		{"with a cool-down of 1h", `,"reuseCooldown":"1h"`},
+	for i, tt := range []struct {
+		name, extra string
+		flushDelay  time.Duration
+		pause       time.Duration // between cycles
+	}{
+		{"without a cool-down", ``, 0, 0},
+		{"with a cool-down of 1h, back to back", `,"reuseCooldown":"1h"`, DefaultCoolingFlushDelay, 0},
+		// A shorter delay than the default, to spend less time on the same ratio.
+		{"with a cool-down of 1h, one cycle per flush delay", `,"reuseCooldown":"1h"`, 100 * time.Millisecond, 200 * time.Millisecond},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			net := fmt.Sprintf("cool-count-%d", len(tt.extra))
-			c := conf(net, fmt.Sprintf(`,"network_name":%q,"range":"10.140.%d.0/24"`, net, len(tt.extra))+tt.extra)
+			cnt := &counter{by: map[string]int{}}
+			n := &node{store: MustStart(t, env, fmt.Sprintf("node-cool-count-%d", i), Options{CoolingFlushDelay: tt.flushDelay}, cnt.wrap)}
+			net := fmt.Sprintf("cool-count-%d", i)
+			c := conf(net, fmt.Sprintf(`,"network_name":%q,"range":"10.140.%d.0/24"`, net, i)+tt.extra)
 			// The first cycle creates the derived pool and the first block: not per-cycle work.
 			n.mustAdd(t, c, "warm")
 			if _, err := n.del(c, "warm"); err != nil {
 				t.Fatal(err)
 			}
+			if err := n.store.FlushCooling(context.Background()); err != nil {
+				t.Fatal(err)
+			}
 			cnt.take()
 			seen := map[string]bool{}
+			start := time.Now()
 			for i := range cycles {
 				id := fmt.Sprintf("c%d", i)
 				a := n.mustAdd(t, c, id)
@@ -98,14 +111,23 @@ func TestCooldownAPIRequests(t *testing.T) {
 				if _, err := n.del(c, id); err != nil {
 					t.Fatal(err)
 				}
+				time.Sleep(tt.pause)
 			}
+			// What is still to be written is part of the cycles' cost.
+			if err := n.store.FlushCooling(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			elapsed := time.Since(start)
 			by := cnt.take()
-			t.Logf("%s, %d ADD+DEL cycles: %d distinct addresses, requests %v (%.2f writes per cycle)",
-				tt.name, cycles, len(seen), by, float64(writes(by))/cycles)
+			t.Logf("%s, %d ADD+DEL cycles in %v: %d distinct addresses, requests %v (%.2f writes per cycle)",
+				tt.name, cycles, elapsed.Round(time.Millisecond), len(seen), by, float64(writes(by))/cycles)
 			if by["POST overlappingrangeipreservations"] != cycles || by["DELETE overlappingrangeipreservations"] != cycles {
 				t.Errorf("reservation Creates/Deletes = %d/%d, want %d each", by["POST overlappingrangeipreservations"], by["DELETE overlappingrangeipreservations"], cycles)
 			}
-			slices := by["POST ippoolslices"]
+			if reads := by["GET ippoolslices"] + by["GET overlappingrangeipreservations"]; reads != 0 {
+				t.Errorf("%d reads, want none", reads)
+			}
+			slices, patches := by["POST ippoolslices"], by["PATCH ippoolslices"]
 			if tt.extra == "" {
 				if writes(by) != 2*cycles {
 					t.Errorf("without a cool-down: %d writes, want exactly %d (Create and Delete per cycle)", writes(by), 2*cycles)
@@ -115,8 +137,14 @@ func TestCooldownAPIRequests(t *testing.T) {
 			if len(seen) != cycles {
 				t.Errorf("with a cool-down of 1h, %d cycles used %d distinct addresses, want %d", cycles, len(seen), cycles)
 			}
-			if writes(by) != 2*cycles+slices || slices > cycles/16+1 {
-				t.Errorf("with a cool-down: %d writes of which %d slice Creates; want %d plus at most %d slice Creates", writes(by), slices, 2*cycles, cycles/16+1)
+			// Each flush writes each block changed since the last once: at most one patch per
+			// block touched and flush window, plus the final flush, and never more than one per
+			// release.
+			blocks := cycles/16 + 1
+			windows := int(elapsed/max(tt.flushDelay, time.Millisecond)) + 1
+			if writes(by) != 2*cycles+slices+patches || slices > blocks || patches > min(cycles, blocks*windows) {
+				t.Errorf("with a cool-down: %d writes of which %d slice Creates and %d slice patches; want %d plus at most %d Creates and %d patches",
+					writes(by), slices, patches, 2*cycles, blocks, min(cycles, blocks*windows))
 			}
 		})
 	}

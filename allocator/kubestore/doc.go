@@ -22,7 +22,8 @@
 //   - When every block of the range is claimed and the node's own blocks are full, the node borrows:
 //     it lists the pool's reservations and creates one on any address still free, so a pool is
 //     exhausted exactly at its capacity whatever the spread of pods over nodes.
-//   - Allocations of one node serialise per pool on an in-agent lock (the node-local lock). No
+//   - Choices of one node serialise per pool on an in-agent lock (the node-local lock), which is
+//     never held across an API call, so a slow API server delays a call by its own requests. No
 //     object grows with the number of allocations.
 //
 // Idempotency does not trust a cache that may lag: the store keeps a write-through index of this
@@ -39,6 +40,6 @@
 // Against the allocator.Store contract (allocator/storetest checks it), this store undoes the
 // claims of a failed Update but not its releases, its View is not a snapshot, its round-robin runs
 // over the node's blocks, HasFree lists the scope's reservations once every block is claimed, and
-// its reuse cool-down is the agent's memory (cooling.go); docs/kubernetes-mode.md lists these
-// differences.
+// its reuse cool-down is the agent's memory, written behind to its slices (cooling.go);
+// docs/kubernetes-mode.md lists these differences.
 package kubestore

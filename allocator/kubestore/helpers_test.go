@@ -22,6 +22,14 @@ import (
 // nil, wraps the store's HTTP transport (fault injection).
 func MustStart(t *testing.T, env *envtest.Env, node string, opts Options, wrap func(rt http.RoundTripper) http.RoundTripper) *Store {
 	t.Helper()
+	s, _ := startStoppable(t, env, node, opts, wrap)
+	return s
+}
+
+// startStoppable is MustStart that also returns the store's stop, as an agent's end: its cache
+// and background loops stop.
+func startStoppable(t *testing.T, env *envtest.Env, node string, opts Options, wrap func(rt http.RoundTripper) http.RoundTripper) (*Store, context.CancelFunc) {
+	t.Helper()
 	cfg := rest.CopyConfig(env.Config)
 	cfg.QPS, cfg.Burst = 500, 1000
 	if wrap != nil {
@@ -42,7 +50,7 @@ func MustStart(t *testing.T, env *envtest.Env, node string, opts Options, wrap f
 	if err != nil {
 		t.Fatal(err)
 	}
-	return s
+	return s, cancel
 }
 
 // node is one simulated node: its store and an allocator over it.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -34,6 +35,41 @@ type faults struct {
 	status int
 	// failSliceDeletes fails every DELETE of an IPPoolSlice before it is sent.
 	failSliceDeletes bool
+	// loseDeletes is how many reservation Deletes are sent and then answered with a connection
+	// error: the object is gone, the store does not know. downAfterLoss applies to them too.
+	loseDeletes int
+	// deaf cuts the informer of reservations off, as an outage does: its watch streams are closed
+	// and its lists and new watches fail, so it reports nothing until deaf is cleared.
+	deaf bool
+	// streams are the open watch streams of reservations, which setDeaf closes.
+	streams []io.Closer
+	// holdRead, when set, holds the answer to a read of that reservation: the read is sent and
+	// answered, held reports it, and the answer goes to the store once release is closed.
+	holdRead      string
+	held, release chan struct{}
+}
+
+// setDeaf cuts the reservation informer off (on) or lets it reconnect (off).
+func (f *faults) setDeaf(on bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.deaf = on
+	if on {
+		for _, c := range f.streams {
+			_ = c.Close()
+		}
+		f.streams = nil
+	}
+}
+
+// informerRequest reports whether req is the reservation informer's: a watch of reservations, or
+// the list by node label that starts one (the store's own reads never select by node).
+func informerRequest(req *http.Request) bool {
+	if req.Method != http.MethodGet || !strings.HasSuffix(req.URL.Path, "/overlappingrangeipreservations") {
+		return false
+	}
+	q := req.URL.Query()
+	return q.Get("watch") == "true" || strings.Contains(q.Get("labelSelector"), ipamv1.NodeLabel)
 }
 
 func (f *faults) set(fn func(*faults)) {
@@ -45,17 +81,42 @@ func (f *faults) set(fn func(*faults)) {
 func (f *faults) wrap(rt http.RoundTripper) http.RoundTripper {
 	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
 		f.mu.Lock()
+		informer := informerRequest(req)
 		down := f.down || (f.downDeletes && req.Method == http.MethodDelete) ||
-			(f.failSliceDeletes && req.Method == http.MethodDelete && strings.Contains(req.URL.Path, "/ippoolslices/"))
+			(f.failSliceDeletes && req.Method == http.MethodDelete && strings.Contains(req.URL.Path, "/ippoolslices/")) ||
+			(f.deaf && informer)
 		createRes := req.Method == http.MethodPost && strings.HasSuffix(req.URL.Path, "/overlappingrangeipreservations")
-		lose := createRes && f.loseCreates > 0
+		deleteRes := req.Method == http.MethodDelete && strings.Contains(req.URL.Path, "/overlappingrangeipreservations/")
+		lose := createRes && f.loseCreates > 0 || deleteRes && f.loseDeletes > 0
 		status := f.status
-		if lose {
+		switch {
+		case lose && createRes:
 			f.loseCreates--
+		case lose:
+			f.loseDeletes--
 		}
 		f.mu.Unlock()
 		if down {
 			return nil, errors.New("dial tcp: connect: connection refused (injected)")
+		}
+		if req.Method == http.MethodGet && f.holdRead != "" && strings.HasSuffix(req.URL.Path, "/overlappingrangeipreservations/"+f.holdRead) {
+			resp, err := rt.RoundTrip(req)
+			f.mu.Lock()
+			held, release := f.held, f.release
+			f.holdRead = ""
+			f.mu.Unlock()
+			close(held)
+			<-release
+			return resp, err
+		}
+		if informer && req.URL.Query().Get("watch") == "true" {
+			resp, err := rt.RoundTrip(req)
+			if err == nil {
+				f.mu.Lock()
+				f.streams = append(f.streams, resp.Body)
+				f.mu.Unlock()
+			}
+			return resp, err
 		}
 		if createRes && status != 0 {
 			body := fmt.Sprintf(`{"kind":"Status","apiVersion":"v1","status":"Failure","message":"injected %d","code":%d}`, status, status)
@@ -75,6 +136,14 @@ func (f *faults) wrap(rt http.RoundTripper) http.RoundTripper {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+func addressesOf(rs []ipamv1.OverlappingRangeIPReservation) []string {
+	out := make([]string, len(rs))
+	for i, r := range rs {
+		out[i] = r.Spec.Address
+	}
+	return out
+}
 
 func ownerReservations(t *testing.T, env *envtest.Env, id string) []ipamv1.OverlappingRangeIPReservation {
 	t.Helper()
@@ -274,6 +343,116 @@ func TestUnknownOutcomes(t *testing.T) {
 		// The kept block is still the node's: the next ADD uses it.
 		if got := n.mustAdd(t, cs, "k16"); !netip.MustParsePrefix("10.68.0.16/28").Contains(got) {
 			t.Errorf("ADD = %s, want an address of the kept block", got)
+		}
+	})
+
+	t.Run("a claim its attachment settles while a background pass is under way stays", func(t *testing.T) {
+		cs := conf("net-u10", `,"range":"10.70.0.0/24"`)
+		n.mustAdd(t, cs, "warm")
+		f.set(func(f *faults) { f.loseCreates, f.downAfterLoss = 1, true })
+		if _, err := n.add(cs, "", "u10"); !errors.Is(err, allocator.ErrStoreBusy) {
+			t.Fatalf("ADD during the outage = %v, want store busy", err)
+		}
+		f.set(func(f *faults) { f.down, f.downAfterLoss = false, false })
+		// A background pass takes the pending claims and comes to this one late, as a pass over many
+		// claims does while the API server warms up; meanwhile the runtime retries the ADD, which
+		// adopts the claim and is answered its address.
+		claims := s.pendingClaims()
+		got, err := n.add(cs, "", "u10")
+		if err != nil {
+			t.Fatalf("retried ADD = %v", err)
+		}
+		s.resolveClaims(context.Background(), claims)
+		if rs := ownerReservations(t, env, "u10"); len(rs) != 1 || rs[0].Spec.Address != got[0].String() {
+			t.Errorf("the retried ADD was answered %s, but u10's reservations are %v after the pass", got[0], addressesOf(rs))
+		}
+		if s.Pending() != 0 {
+			t.Errorf("pending = %d", s.Pending())
+		}
+	})
+
+	t.Run("a rollback whose Delete lost its answer: the retry reads the claim back, not the index", func(t *testing.T) {
+		base := `,"range":"10.71.0.0/24","ipRanges":[{"range":"fd71::/64"}]`
+		n.mustAdd(t, conf("net-u11", base), "holder") // holds 10.71.0.1 and fd71::1
+		// The ADD claims 10.71.0.2, then fails on the requested fd71::1; the Delete that rolls the
+		// claim back lands but its answer is lost, and the outage that follows keeps the informer
+		// from telling the index.
+		f.setDeaf(true)
+		defer f.setDeaf(false)
+		f.set(func(f *faults) { f.loseDeletes, f.downAfterLoss = 1, true })
+		cs := strings.Replace(conf("net-u11", base), `"ipam"`, `"runtimeConfig":{"ips":["fd71::1"]},"ipam"`, 1)
+		if _, err := n.add(cs, "", "u11"); !errors.Is(err, allocator.ErrAddressInUse) || !strings.Contains(err.Error(), "failed to roll back reservation 10.71.0.2") {
+			t.Fatalf("ADD = %v, want address in use and a failed rollback", err)
+		}
+		if rs := ownerReservations(t, env, "u11"); len(rs) != 0 || s.Pending() != 1 {
+			t.Fatalf("%d reservations of u11 and %d pending; want the Delete landed and its claim pending", len(rs), s.Pending())
+		}
+		f.set(func(f *faults) { f.down, f.downAfterLoss = false, false })
+		// The runtime's retry, no longer asking for the address in use, must hold what it is told.
+		got, err := n.add(conf("net-u11", base), "", "u11")
+		if err != nil {
+			t.Fatalf("retried ADD = %v", err)
+		}
+		held := addressesOf(ownerReservations(t, env, "u11"))
+		for _, a := range got {
+			if !slices.Contains(held, a.String()) {
+				t.Errorf("the retried ADD was answered %s, which no reservation of u11 holds (u11 holds %v)", a, held)
+			}
+		}
+	})
+
+	t.Run("a DEL whose Delete lost its answer: the next call reads the reservation back", func(t *testing.T) {
+		cs := conf("net-u12", `,"range":"10.72.0.0/24"`)
+		n.mustAdd(t, cs, "u12")
+		f.setDeaf(true)
+		defer f.setDeaf(false)
+		f.set(func(f *faults) { f.loseDeletes, f.downAfterLoss = 1, true })
+		if _, err := n.del(cs, "u12"); !errors.Is(err, allocator.ErrStoreBusy) {
+			t.Fatalf("DEL = %v, want store busy", err)
+		}
+		if rs := ownerReservations(t, env, "u12"); len(rs) != 0 {
+			t.Fatalf("%d reservations of u12; want the lost Delete landed", len(rs))
+		}
+		f.set(func(f *faults) { f.down, f.downAfterLoss = false, false })
+		// An ADD of the attachment now (a runtime that gave up on the DEL) must hold what it is told.
+		got, err := n.add(cs, "", "u12")
+		if err != nil {
+			t.Fatalf("ADD = %v", err)
+		}
+		if held := addressesOf(ownerReservations(t, env, "u12")); !slices.Contains(held, got[0].String()) {
+			t.Errorf("the ADD was answered %s, which no reservation of u12 holds (u12 holds %v)", got[0], held)
+		}
+	})
+
+	t.Run("a claim that never landed leaves the address's next holder in the index", func(t *testing.T) {
+		cs := conf("net-u13", `,"range":"10.73.0.0/24"`)
+		n.mustAdd(t, cs, "warm") // 10.73.0.1
+		// The Create of 10.73.0.2 for u13a is refused before it is sent, which the store cannot
+		// tell from an answer lost: the claim is pending, and nothing landed.
+		f.set(func(f *faults) { f.down = true })
+		if _, err := n.add(cs, "", "u13a"); !errors.Is(err, allocator.ErrStoreBusy) {
+			t.Fatalf("ADD during the outage = %v, want store busy", err)
+		}
+		f.set(func(f *faults) { f.down = false })
+		// The background pass reads 10.73.0.2 and finds nothing; before it acts on that, another
+		// attachment of the node claims the free address.
+		held, release := make(chan struct{}), make(chan struct{})
+		f.set(func(f *faults) { f.holdRead, f.held, f.release = "10.73.0.2", held, release })
+		claims := s.pendingClaims()
+		passed := make(chan struct{})
+		go func() { s.resolveClaims(context.Background(), claims); close(passed) }()
+		<-held
+		if got, err := n.add(cs, "IP=10.73.0.2", "u13b"); err != nil || got[0].String() != "10.73.0.2" {
+			t.Fatalf("ADD asking for 10.73.0.2 = %v, %v", got, err)
+		}
+		close(release)
+		<-passed
+		// u13b's DEL must find what it holds and release it.
+		if rel, err := n.del(cs, "u13b"); err != nil || len(rel) != 1 {
+			t.Errorf("DEL of u13b = %v, %v; want its address released", rel, err)
+		}
+		if rs := ownerReservations(t, env, "u13b"); len(rs) != 0 {
+			t.Errorf("u13b's reservations after its DEL: %v", addressesOf(rs))
 		}
 	})
 

@@ -2,6 +2,7 @@ package kubestore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/big"
 	"net/netip"
@@ -10,13 +11,16 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/netpool/netpool/allocator"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
 	"github.com/netpool/netpool/internal/ippool"
 	"github.com/netpool/netpool/ipam"
 )
 
 // poolState is what this node knows of one pool. Everything below lock is read and written only
-// with lock held (the node-local lock: one allocation of the node per pool at a time).
+// with lock held (the node-local lock: one choice of the node per pool at a time). No API call is
+// made with the lock held, so waiting for it costs the memory work of the calls ahead, never their
+// requests: on a loaded node a queue of ADDs behind one slow request would otherwise time out.
 type poolState struct {
 	name string
 	geo  geometry
@@ -31,8 +35,10 @@ type poolState struct {
 	loaded bool
 	// slices are the node's blocks of the pool, in index order.
 	slices []ownSlice
-	// cursor is the last address this node claimed in the pool (round-robin).
-	cursor netip.Addr
+	// cursor is the last address this node claimed in the pool (round-robin); resumed is set once
+	// the first choice has placed it (resumeCursor).
+	cursor  netip.Addr
+	resumed bool
 	// foreign are reservation names found held by others (AlreadyExists) inside the node's blocks.
 	foreign map[string]bool
 	// full marks blocks found without a free address, with the part of the block that was scanned;
@@ -41,6 +47,10 @@ type poolState struct {
 	// inflight are the candidates being created right now, by reservation name, so that the
 	// node's concurrent ADDs choose different addresses.
 	inflight map[string]netip.Addr
+	// claiming is the node's claim of a new block in flight, nil when none (slices.go).
+	claiming *blockClaim
+	// listing is the node's latest list of the pool's scope, in flight or done (sharedScope).
+	listing *scopeList
 	// cooling are the addresses this node released under the pool's reuse cool-down (cooling.go).
 	cooling coolingSet
 	// hints are what the node knows of other nodes' blocks and where its next claim looks (blocks.go).
@@ -101,20 +111,7 @@ func (s *Store) ensureInlinePool(ctx context.Context, c *ipam.Config, r ipam.Ran
 		if err := s.poolRules(ctx, want, c); err != nil {
 			return nil, err
 		}
-		err = s.retry(ctx, "create IPPool "+name, func(ctx context.Context) error {
-			made := want.DeepCopy() // each attempt sends the pool as derived
-			if err := s.client.Create(ctx, made); err != nil {
-				return err
-			}
-			pool = made // with the UID the API server gave it
-			return nil
-		})
-		if apierrors.IsAlreadyExists(err) {
-			// Another node created it first (or an earlier attempt of ours did): read it back.
-			err = s.retry(ctx, "read IPPool "+name, func(ctx context.Context) error {
-				return s.live.Get(ctx, client.ObjectKey{Name: name}, pool)
-			})
-		}
+		pool, err = s.createInlinePool(ctx, want)
 	}
 	if err != nil {
 		return nil, apiFailure("use IPPool "+name, err)
@@ -133,6 +130,71 @@ func (s *Store) ensureInlinePool(ctx context.Context, c *ipam.Config, r ipam.Ran
 		s.forgetPoolState(name) // another incarnation of the pool: its slices and cursor are not ours
 	}
 	return s.poolState(pool, g), nil
+}
+
+// poolCreation is one node's creation of an inline pool in flight, which the node's concurrent
+// first uses of the pool share: a burst of ADDs on a new network makes one Create, not one each
+// (and as many reads back of the pool one of them made) that a loaded API server answers ever
+// slower.
+type poolCreation struct {
+	done chan struct{}
+	pool *ipamv1.IPPool
+	err  error
+}
+
+// createInlinePool creates the derived pool want, or reads it back when it exists (another node
+// created it first, or an earlier attempt of ours did). A creation of the same pool by another
+// call of the node is joined; should it fail (its own bound may have run out first), the call
+// tries itself.
+func (s *Store) createInlinePool(ctx context.Context, want *ipamv1.IPPool) (*ipamv1.IPPool, error) {
+	for {
+		s.mu.Lock()
+		f := s.creating[want.Name]
+		if f == nil {
+			f = &poolCreation{done: make(chan struct{})}
+			s.creating[want.Name] = f
+			s.mu.Unlock()
+			f.pool, f.err = s.createPool(ctx, want)
+			s.mu.Lock()
+			delete(s.creating, want.Name)
+			s.mu.Unlock()
+			close(f.done)
+			return f.pool, f.err
+		}
+		s.mu.Unlock()
+		select {
+		case <-f.done:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w: timed out waiting for this node's creation of IPPool %s: %w",
+				allocator.ErrStoreBusy, want.Name, ctx.Err())
+		}
+		if f.err == nil {
+			return f.pool.DeepCopy(), nil
+		}
+		if !errors.Is(f.err, allocator.ErrStoreBusy) && !transient(f.err) {
+			return nil, f.err // a definite answer holds for this call too
+		}
+	}
+}
+
+// createPool makes one attempt series at creating want, reading it back when it exists.
+func (s *Store) createPool(ctx context.Context, want *ipamv1.IPPool) (*ipamv1.IPPool, error) {
+	name := want.Name
+	pool := &ipamv1.IPPool{}
+	err := s.retry(ctx, "create IPPool "+name, func(ctx context.Context) error {
+		made := want.DeepCopy() // each attempt sends the pool as derived
+		if err := s.client.Create(ctx, made); err != nil {
+			return err
+		}
+		pool = made // with the UID the API server gave it
+		return nil
+	})
+	if apierrors.IsAlreadyExists(err) {
+		err = s.retry(ctx, "read IPPool "+name, func(ctx context.Context) error {
+			return s.live.Get(ctx, client.ObjectKey{Name: name}, pool)
+		})
+	}
+	return pool, err
 }
 
 // forgetPoolState drops what the node knew of a pool that was deleted, so that the pool of that

@@ -14,6 +14,7 @@ import (
 
 	"github.com/netpool/netpool/allocator"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
+	"github.com/netpool/netpool/internal/ippool"
 	"github.com/netpool/netpool/ipam"
 )
 
@@ -54,8 +55,8 @@ func (s *Store) heldByNode(u *poolUse, a netip.Addr) bool {
 	return s.index.heldIn(a, u.state.name, u.overlap, u.networkName)
 }
 
-// loadSlices reads the node's blocks of the pool from the cache, once per pool and agent life;
-// later blocks are added as the node claims them.
+// loadSlices reads the node's blocks of the pool from the cache, with the cooling addresses they
+// record, once per pool and agent life; later blocks are added as the node claims them.
 func (s *Store) loadSlices(ctx context.Context, st *poolState) error {
 	if st.loaded {
 		return nil
@@ -70,18 +71,27 @@ func (s *Store) loadSlices(ctx context.Context, st *poolState) error {
 		}
 		if own, ok := st.ownSlice(&sl); ok {
 			st.addSlice(own)
+			s.loadCooling(st, own, sl.Spec.Cooling) // what a previous life of the agent recorded
 		}
 	}
-	// A restarted agent resumes its round-robin after the highest address the node holds in the
-	// pool, where its predecessor most likely stopped; starting at the pool's first block would
-	// scan every address the node holds before finding a free one (95-780 ms at 100,000).
+	st.loaded = true
+	return nil
+}
+
+// resumeCursor places the round-robin of the node's first choice in the pool: a restarted agent
+// resumes after the highest address the node holds in the pool, where its predecessor most likely
+// stopped; starting at the pool's first block would scan every address the node holds before
+// finding a free one (95-780 ms at 100,000). The pool's lock is held.
+func (s *Store) resumeCursor(st *poolState) {
+	if st.resumed {
+		return
+	}
+	st.resumed = true
 	if !st.cursor.IsValid() {
 		if held := s.index.inPool(st.name); len(held) > 0 {
 			st.cursor = held[len(held)-1].addr
 		}
 	}
-	st.loaded = true
-	return nil
 }
 
 func (s *Store) cachedSlices(ctx context.Context, pool string) ([]ipamv1.IPPoolSlice, error) {
@@ -255,127 +265,234 @@ func (s *Store) ownBlocks(ctx context.Context, st *poolState) (map[uint64]bool, 
 	return own, nil
 }
 
-// claimSlice claims a free block of r's window for this node by creating its IPPoolSlice, the
-// block chosen as blocks.go describes. ok is false when every block is claimed, which the node
-// concludes only from a live list of the pool's slices.
-func (t *txn) claimSlice(ctx context.Context, u *poolUse, r ipam.Range) (ownSlice, bool, error) {
+// blockSearch is one ClaimNext's search for a block to claim (blocks.go): the blocks it found
+// held by other nodes, how many Creates met one, and whether it has listed the pool's slices.
+type blockSearch struct {
+	lost   map[uint64]bool
+	misses int
+	listed bool
+}
+
+func newBlockSearch() *blockSearch { return &blockSearch{lost: map[uint64]bool{}} }
+
+// blockClaim is the node's claim of a new block of a pool, in flight: at most one per pool, so
+// that the node's concurrent ADDs that find its blocks full claim one block between them, not one
+// each. The others wait for done and choose again.
+type blockClaim struct {
+	index uint64
+	done  chan struct{}
+}
+
+// startBlockClaim chooses what the node does once its blocks of r's window are full: claim the
+// block blocks.go chooses (marked as being claimed), list the pool's slices first (the node's
+// knowledge says every block is held and no list is fresh, or this search met maxBlockProbes
+// blocks held elsewhere), or borrow (every block is claimed, as a list showed). The pool's lock
+// is held; the claim and the list are made without it (claimBlock, listBlocks).
+func (s *Store) startBlockClaim(ctx context.Context, st *poolState, r ipam.Range, bs *blockSearch) (choice, error) {
+	i, ok, err := s.freeSliceIndex(ctx, st, r, bs.lost)
+	if err != nil {
+		return choice{}, err
+	}
+	if !bs.listed && (!ok && !st.hints.listFresh(time.Now()) || ok && bs.misses >= maxBlockProbes) {
+		return choice{kind: listBlocks}, nil
+	}
+	if !ok {
+		return choice{kind: noBlock}, nil
+	}
+	st.claiming = &blockClaim{index: i, done: make(chan struct{})}
+	return choice{kind: claimBlock, block: st.claiming}, nil
+}
+
+// claimBlock claims block c for this node by creating its IPPoolSlice, without the pool's lock,
+// and then records the outcome under it. A block another node won is remembered as held
+// elsewhere, and the search moves on (blocks.go); either way the caller chooses again.
+func (t *txn) claimBlock(ctx context.Context, u *poolUse, r ipam.Range, c *blockClaim, bs *blockSearch) error {
 	s, st := t.b.s, u.state
-	lo, hi := blockWindow(st.geo, r)
-	lost := map[uint64]bool{} // found held in this claim
-	var listed map[uint64]bool
-	for misses := 0; ; {
-		i, ok, err := s.freeSliceIndex(ctx, st, r, lost)
-		if err != nil {
-			return ownSlice{}, false, err
-		}
-		if listed == nil && (!ok && !st.hints.listFresh(time.Now()) || ok && misses >= maxBlockProbes) {
-			// The node's knowledge is exhausted or the window is crowded: ask for the truth once.
-			if listed, err = s.listedSlices(ctx, st); err != nil {
-				return ownSlice{}, false, err
-			}
-			own, err := s.ownBlocks(ctx, st)
-			if err != nil {
-				return ownSlice{}, false, err
-			}
-			st.hints.learnList(listed, own, time.Now())
-			for j := range listed {
-				lost[j] = true
-			}
-			continue
-		}
-		if !ok {
-			return ownSlice{}, false, nil
-		}
-		sl := &ipamv1.IPPoolSlice{
-			ObjectMeta: metav1.ObjectMeta{
-				Name: ipamv1.SliceName(st.name, i),
-				Labels: map[string]string{
-					ipamv1.NodeLabel: ipamv1.LabelValue(s.node),
-					ipamv1.PoolLabel: ipamv1.LabelValue(st.name),
-				},
+	won, err := s.createSlice(ctx, st, c.index)
+	// The lock is taken without a bound, as the claim must be cleared whatever happens; holders
+	// never make an API call with it.
+	st.lock <- struct{}{}
+	defer unlockPool(st)
+	st.claiming = nil
+	close(c.done)
+	switch {
+	case err != nil:
+		return err
+	case won:
+		st.addSlice(ownSlice{index: c.index, name: ipamv1.SliceName(st.name, c.index), prefix: st.geo.block(c.index)})
+		st.hints.claimed(c.index)
+	default:
+		bs.lost[c.index] = true
+		lo, hi := blockWindow(st.geo, r)
+		st.hints.heldElsewhere(c.index, lo, hi)
+		bs.misses++
+	}
+	return nil
+}
+
+// listBlocks lists the pool's slices once for this search, without the pool's lock, and takes
+// what the list shows as the truth about other nodes' blocks.
+func (t *txn) listBlocks(ctx context.Context, u *poolUse, bs *blockSearch) error {
+	s, st := t.b.s, u.state
+	listed, err := s.listedSlices(ctx, st)
+	if err != nil {
+		return err
+	}
+	if err := lockPool(ctx, st); err != nil {
+		return err
+	}
+	defer unlockPool(st)
+	own, err := s.ownBlocks(ctx, st)
+	if err != nil {
+		return err
+	}
+	st.hints.learnList(listed, own, time.Now())
+	for j := range listed {
+		bs.lost[j] = true
+	}
+	bs.listed = true
+	return nil
+}
+
+// createSlice creates the IPPoolSlice of block i for this node. won is false when another node
+// holds it; a block released again meanwhile is not won either, and the next choice may claim it.
+// Only when an earlier attempt's answer was lost is an AlreadyExists read back (it may be this
+// node's own Create): a plain collision costs one request.
+func (s *Store) createSlice(ctx context.Context, st *poolState, i uint64) (won bool, err error) {
+	sl := &ipamv1.IPPoolSlice{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: ipamv1.SliceName(st.name, i),
+			Labels: map[string]string{
+				ipamv1.NodeLabel: ipamv1.LabelValue(s.node),
+				ipamv1.PoolLabel: ipamv1.LabelValue(st.name),
 			},
-			Spec: ipamv1.IPPoolSliceSpec{Pool: st.name, Range: st.geo.block(i).String(), Node: s.node},
-		}
-		uncertain := false
-		err = s.retry(ctx, "create slice "+sl.Name, func(ctx context.Context) error {
-			err := s.client.Create(ctx, sl.DeepCopy())
-			uncertain = uncertain || err != nil && maybeApplied(err)
-			return err
+		},
+		Spec: ipamv1.IPPoolSliceSpec{Pool: st.name, Range: st.geo.block(i).String(), Node: s.node},
+	}
+	uncertain := false
+	err = s.retry(ctx, "create slice "+sl.Name, func(ctx context.Context) error {
+		err := s.client.Create(ctx, sl.DeepCopy())
+		uncertain = uncertain || err != nil && maybeApplied(err)
+		return err
+	})
+	if apierrors.IsAlreadyExists(err) && uncertain {
+		existing := &ipamv1.IPPoolSlice{}
+		err = s.retry(ctx, "read slice "+sl.Name, func(ctx context.Context) error {
+			return s.live.Get(ctx, client.ObjectKey{Name: sl.Name}, existing)
 		})
-		if apierrors.IsAlreadyExists(err) && uncertain {
-			// An earlier attempt whose answer was lost may have made it: read it back.
-			existing := &ipamv1.IPPoolSlice{}
-			err = s.retry(ctx, "read slice "+sl.Name, func(ctx context.Context) error {
-				return s.live.Get(ctx, client.ObjectKey{Name: sl.Name}, existing)
-			})
-			if apierrors.IsNotFound(err) {
-				continue // released again in between: the next round may claim it
-			}
-			if err == nil && existing.Spec.Node != s.node {
-				err = apierrors.NewAlreadyExists(ipamv1.GroupVersion.WithResource("ippoolslices").GroupResource(), sl.Name)
-			}
+		if apierrors.IsNotFound(err) {
+			return false, nil // released again in between
 		}
-		if apierrors.IsAlreadyExists(err) {
-			// Another node holds the block: remember it, and look elsewhere.
-			lost[i] = true
-			st.hints.heldElsewhere(i, lo, hi)
-			misses++
-			continue
+		if err == nil {
+			return existing.Spec.Node == s.node, nil
 		}
-		if err != nil {
-			return ownSlice{}, false, apiFailure("claim slice "+sl.Name, err)
-		}
-		o := ownSlice{index: i, name: sl.Name, prefix: st.geo.block(i)}
-		st.addSlice(o)
-		st.hints.claimed(i)
-		return o, true, nil
+	}
+	if apierrors.IsAlreadyExists(err) {
+		return false, nil // another node holds the block
+	}
+	if err != nil {
+		return false, apiFailure("claim slice "+sl.Name, err)
+	}
+	return true, nil
+}
+
+// waitBlockClaim waits until another call's claim of a block ends, or ctx does.
+func waitBlockClaim(ctx context.Context, st *poolState, c *blockClaim) error {
+	select {
+	case <-c.done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("%w: timed out waiting for this node's claim of block %s of pool %s: %w",
+			allocator.ErrStoreBusy, st.geo.block(c.index), st.name, ctx.Err())
 	}
 }
 
 // released updates the node's blocks after it released a: the block is no longer full, and a
-// block left with none of the node's reservations is given back when the node holds another block
-// of the pool, so idle blocks return to nodes that need them. Giving a block back is best effort:
-// a block is only a hint, so failing to delete it costs nothing but its reuse.
-func (s *Store) released(ctx context.Context, st *poolState, a netip.Addr) {
+// block left with none of the node's reservations is to be given back when the node holds another
+// block of the pool, so idle blocks return to nodes that need them. The pool's lock is held; the
+// block to give back, if any, is no longer among the node's, and the caller gives it back once it
+// has let go of the lock (giveBack).
+func (s *Store) released(st *poolState, a netip.Addr) (ownSlice, bool) {
 	if !st.geo.subnet.Contains(a) {
-		return
+		return ownSlice{}, false
 	}
 	i := st.geo.index(a)
 	delete(st.full, i)
 	k := slices.IndexFunc(st.slices, func(o ownSlice) bool { return o.index == i })
-	if k < 0 || len(st.slices) < 2 || s.index.countIn(st.name, st.slices[k].prefix) > 0 || st.cooling.inBlock(i) {
-		return // a block with cooling addresses stays: given back, another node would reuse them
+	if k < 0 || len(st.slices) < 2 || s.index.countIn(st.name, st.slices[k].prefix) > 0 ||
+		st.cooling.inBlock(i) || st.inflightIn(st.slices[k].prefix) {
+		return ownSlice{}, false // a block with cooling addresses stays: given back, another node would reuse them
 	}
 	o := st.slices[k]
+	st.slices = slices.Delete(st.slices, k, k+1)
+	return o, true
+}
+
+// giveBack deletes the IPPoolSlice of block o, which released took from the node's blocks, without
+// the pool's lock. Giving a block back is best effort: a block is only a hint, so failing to delete
+// it costs nothing but its reuse, and the node keeps it.
+func (s *Store) giveBack(ctx context.Context, st *poolState, o ownSlice) {
 	obj := &ipamv1.IPPoolSlice{}
 	obj.Name = o.name
 	actx, cancel := context.WithTimeout(ctx, attemptTimeout)
 	defer cancel()
-	if err := s.client.Delete(actx, obj); err != nil && !apierrors.IsNotFound(err) {
-		s.log.Info("Keeping an empty slice, giving it back failed", "slice", o.name, "err", err)
+	err := s.client.Delete(actx, obj)
+	if err == nil || apierrors.IsNotFound(err) {
 		return
 	}
-	st.slices = slices.Delete(st.slices, k, k+1)
+	s.log.Info("Keeping an empty slice, giving it back failed", "slice", o.name, "err", err)
+	st.lock <- struct{}{}
+	st.addSlice(o)
+	unlockPool(st)
+}
+
+// releasedUnlocked is released for a caller that does not hold the pool's lock: it takes it, and
+// gives the block back after letting go of it. A lock not had within ctx leaves the blocks as
+// they are, which costs a block's reuse, never an address.
+func (s *Store) releasedUnlocked(ctx context.Context, st *poolState, a netip.Addr) {
+	if lockPool(ctx, st) != nil {
+		return
+	}
+	o, give := s.released(st, a)
+	unlockPool(st)
+	if give {
+		s.giveBack(ctx, st, o)
+	}
 }
 
 // borrow claims any free address of the pool when every block is claimed and the node's own are
 // full. It lists the addresses held in the pool's scope (this costs what the scope holds, and
 // happens only when the pool is nearly full or its blocks are spread thin) and creates a
 // reservation on the first address nobody holds, so the pool is exhausted exactly at its capacity.
-// The pool's lock is held throughout.
+// The list and the Creates are made without the pool's lock, which is held only to choose each
+// candidate: the node's concurrent borrowers then try different addresses at once rather than one
+// after another.
 func (t *txn) borrow(ctx context.Context, u *poolUse, p allocator.Pool, al *allocator.Allocation) error {
 	s, st := t.b.s, u.state
-	taken, err := s.scopeAddrs(ctx, u)
+	taken, err := t.sharedScope(ctx, u)
 	if err != nil {
 		return err
 	}
-	cooldown := u.cooldown > 0
-	try := func(a netip.Addr) (bool, error) {
+	// What the list does not show yet, the node knows: its own Creates since (its concurrent
+	// borrowers', in the index), those in flight, and addresses found taken.
+	known := s.takenFn(u)
+	// try creates the reservation of a if it is still a candidate (ok false: it is not, or it was
+	// taken); the pool's lock is not held.
+	try := func(a netip.Addr, eligible func(netip.Addr) bool) (done bool, err error) {
+		if err := lockPool(ctx, st); err != nil {
+			return false, err
+		}
 		name := ipamv1.ReservationName(u.scope, a)
-		if _, busy := st.inflight[name]; busy {
+		if known(a) || !eligible(a) {
+			unlockPool(st)
 			return false, nil
 		}
+		st.inflight[name] = a
+		unlockPool(st)
 		res, _, err := t.tryCreate(ctx, u, al, a, false)
+		st.lock <- struct{}{} // without a bound: the inflight mark must go whatever happens
+		defer unlockPool(st)
+		delete(st.inflight, name)
 		switch res {
 		case created:
 			st.cursor = a
@@ -387,24 +504,43 @@ func (t *txn) borrow(ctx context.Context, u *poolUse, p allocator.Pool, al *allo
 		st.foreign[name] = true
 		return false, nil
 	}
+	// Cooling: this node's releases, and those other nodes record on their slices.
+	elsewhere, err := s.coolingElsewhere(ctx, u, p.Now)
+	if err != nil {
+		return err
+	}
+	cooldown := u.cooldown > 0
+	notCooling := func(a netip.Addr) bool {
+		_, cools := elsewhere[a]
+		return !cooldown || !cools && !st.cooling.has(a)
+	}
 	for a := range freeIn(p.Range, taken) {
-		if cooldown && st.cooling.has(a) {
-			continue // free, but cooling: only if nothing else is
-		}
-		if ok, err := try(a); ok || err != nil {
+		if done, err := try(a, notCooling); done || err != nil {
 			return err
 		}
 	}
 	// Only cooling addresses are left: the one released longest ago, if nobody took it meanwhile.
-	for a := range st.cooling.oldestFirst {
-		if p.Range.Allowed(a) != nil {
-			continue
-		}
-		if _, held := slices.BinarySearchFunc(taken, a, netip.Addr.Compare); held {
-			continue
-		}
-		if ok, err := try(a); ok || err != nil {
+	if cooldown {
+		if err := lockPool(ctx, st); err != nil {
 			return err
+		}
+		last := st.cooling.list()
+		unlockPool(st)
+		for a, at := range elsewhere {
+			last = append(last, ippool.Cooling{Addr: a, ReleasedAt: at})
+		}
+		ippool.SortCooling(last)
+		anyway := func(netip.Addr) bool { return true }
+		for _, c := range last {
+			if p.Range.Allowed(c.Addr) != nil {
+				continue
+			}
+			if _, held := slices.BinarySearchFunc(taken, c.Addr, netip.Addr.Compare); held {
+				continue
+			}
+			if done, err := try(c.Addr, anyway); done || err != nil {
+				return err
+			}
 		}
 	}
 	// The message names the IPPool object and how to read it: the pool's status and Events say who
@@ -413,11 +549,85 @@ func (t *txn) borrow(ctx context.Context, u *poolUse, p allocator.Pool, al *allo
 		allocator.ErrPoolExhausted, st.name, p.Range.Start, p.Range.End, capacityText(p.Range), st.name)
 }
 
-// scopeAddrs lists, live and page by page, the addresses held in u's scope inside the pool's range:
+// scopeList is one list of a pool's scope (listScope), which the node's concurrent borrowers of
+// the pool share: thirty ADDs borrowing at once make one list, not thirty that a loaded API server
+// answers ever slower.
+type scopeList struct {
+	started time.Time
+	done    chan struct{}
+	taken   []netip.Addr // read-only once done
+	err     error
+}
+
+// sharedScope returns the addresses held in u's scope, from a list that began after this call
+// came to need it: one in flight or just made by another call of the node, or one of its own. So
+// what the call sees is never older than the call, as if it had listed itself. The pool's lock is
+// not held.
+func (t *txn) sharedScope(ctx context.Context, u *poolUse) ([]netip.Addr, error) {
+	s, st := t.b.s, u.state
+	since := time.Now()
+	for {
+		if err := lockPool(ctx, st); err != nil {
+			return nil, err
+		}
+		l := st.listing
+		usable := l != nil && !l.started.Before(since)
+		if l != nil && !usable && !isDone(l.done) {
+			unlockPool(st) // a list older than this call is in flight: the next one is this call's
+			if err := waitList(ctx, st, l); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if !usable || (isDone(l.done) && l.err != nil) {
+			l = &scopeList{started: time.Now(), done: make(chan struct{})}
+			st.listing = l
+			unlockPool(st)
+			taken, foreign, err := s.listScope(ctx, u)
+			st.lock <- struct{}{} // without a bound: the waiters must be told whatever happens
+			l.taken, l.err = taken, err
+			if err == nil {
+				st.applyScope(foreign)
+			}
+			close(l.done)
+			unlockPool(st)
+			return taken, err
+		}
+		unlockPool(st)
+		if err := waitList(ctx, st, l); err != nil {
+			return nil, err
+		}
+		if l.err == nil {
+			return l.taken, nil
+		}
+		// That list failed, within its caller's bound: this call lists itself.
+	}
+}
+
+func isDone(c chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+func waitList(ctx context.Context, st *poolState, l *scopeList) error {
+	select {
+	case <-l.done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("%w: timed out waiting for this node's list of the addresses of pool %s: %w",
+			allocator.ErrStoreBusy, st.name, ctx.Err())
+	}
+}
+
+// listScope lists, live and page by page, the addresses held in u's scope inside the pool's range:
 // the reservations of every pool of the network when overlapping ranges are on (their names are
-// what makes addresses unique), else those of the pool. It also refreshes the node's hints:
-// foreign marks and full blocks are recomputed from the truth.
-func (s *Store) scopeAddrs(ctx context.Context, u *poolUse) ([]netip.Addr, error) {
+// what makes addresses unique), else those of the pool. foreign names the reservations of other
+// nodes among them, for applyScope. The pool's lock is not held.
+func (s *Store) listScope(ctx context.Context, u *poolUse) (taken []netip.Addr, foreign map[string]bool, err error) {
 	st := u.state
 	sel := []client.ListOption{client.MatchingLabels{ipamv1.PoolLabel: ipamv1.LabelValue(st.name)}}
 	what := "list reservations of pool " + st.name
@@ -425,8 +635,7 @@ func (s *Store) scopeAddrs(ctx context.Context, u *poolUse) ([]netip.Addr, error
 		sel = []client.ListOption{client.MatchingFields{"spec.networkName": u.networkName}}
 		what = fmt.Sprintf("list reservations of network %q", u.networkName)
 	}
-	var out []netip.Addr
-	foreign := map[string]bool{}
+	foreign = map[string]bool{}
 	cont := ""
 	for {
 		var list ipamv1.OverlappingRangeIPReservationList
@@ -434,12 +643,12 @@ func (s *Store) scopeAddrs(ctx context.Context, u *poolUse) ([]netip.Addr, error
 			return s.live.List(ctx, &list, append(sel, client.Limit(listPage), client.Continue(cont))...)
 		})
 		if err != nil {
-			return nil, apiFailure(what, err)
+			return nil, nil, apiFailure(what, err)
 		}
 		for i := range list.Items {
 			r := &list.Items[i]
 			if a, ok := addrOf(r); ok && st.geo.subnet.Contains(a) {
-				out = append(out, a)
+				taken = append(taken, a)
 				if r.Spec.Node != s.node {
 					foreign[r.Name] = true
 				}
@@ -449,11 +658,15 @@ func (s *Store) scopeAddrs(ctx context.Context, u *poolUse) ([]netip.Addr, error
 			break
 		}
 	}
-	slices.SortFunc(out, func(a, b netip.Addr) int { return a.Compare(b) })
-	out = slices.Compact(out)
+	slices.SortFunc(taken, func(a, b netip.Addr) int { return a.Compare(b) })
+	return slices.Compact(taken), foreign, nil
+}
+
+// applyScope refreshes the node's hints from a list of the scope: foreign marks and full blocks
+// are recomputed from the truth. The pool's lock is held.
+func (st *poolState) applyScope(foreign map[string]bool) {
 	st.foreign = foreign
 	clear(st.full)
-	return out, nil
 }
 
 // freeIn yields the addresses r may hand out that are not in taken (sorted), walking the gaps.

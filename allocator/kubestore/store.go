@@ -51,6 +51,9 @@ type Options struct {
 	// ResolveInterval is how often pending claims are resolved in the background; 0 means
 	// DefaultResolveInterval.
 	ResolveInterval time.Duration
+	// CoolingFlushDelay is how long after a release under a reuse cool-down its block's cooling
+	// addresses are written to its IPPoolSlice (cooling.go); 0 means DefaultCoolingFlushDelay.
+	CoolingFlushDelay time.Duration
 	// Log receives what the store does on its own (background resolution); nil discards it.
 	Log *slog.Logger
 }
@@ -76,6 +79,10 @@ type Store struct {
 	owners map[allocator.Owner]*ownerLock
 	// pending are Creates of reservations whose outcome is unknown.
 	pending map[pendingClaim]struct{}
+	// coolingKick wakes the writer of cooling records (coolingLoop).
+	coolingKick chan struct{}
+	// creating are the node's creations of inline pools in flight, by pool name.
+	creating map[string]*poolCreation
 }
 
 // pendingClaim is a reservation that may or may not exist: its Create was sent and no answer came
@@ -113,6 +120,9 @@ func New(cfg *rest.Config, opts Options) (*Store, error) {
 	}
 	if opts.ResolveInterval <= 0 {
 		opts.ResolveInterval = DefaultResolveInterval
+	}
+	if opts.CoolingFlushDelay <= 0 {
+		opts.CoolingFlushDelay = DefaultCoolingFlushDelay
 	}
 	kinds, err := scheme.New()
 	if err != nil {
@@ -166,6 +176,7 @@ func New(cfg *rest.Config, opts Options) (*Store, error) {
 		node: opts.NodeName, opts: opts, log: log.With("node", opts.NodeName),
 		client: cached, live: live, cache: c, index: newIndex(), reach: reach,
 		pools: map[string]*poolState{}, owners: map[allocator.Owner]*ownerLock{}, pending: map[pendingClaim]struct{}{},
+		coolingKick: make(chan struct{}, 1), creating: map[string]*poolCreation{},
 	}
 	s.index.deletedElsewhere = s.cooledElsewhere
 	return s, nil
@@ -214,6 +225,7 @@ func (s *Store) Start(ctx context.Context) error {
 		}
 	}
 	go s.resolveLoop(ctx)
+	go s.coolingLoop(ctx)
 	return nil
 }
 
@@ -235,6 +247,7 @@ func (s *Store) poolState(pool *ipamv1.IPPool, g geometry) *poolState {
 	if p == nil {
 		p = &poolState{name: pool.Name, geo: g, pool: pool, lock: make(chan struct{}, 1),
 			foreign: map[string]bool{}, full: map[uint64]ipam.Interval{}, inflight: map[string]netip.Addr{}}
+		p.cooling.changed = s.kickCooling
 		s.pools[pool.Name] = p
 	}
 	return p
@@ -321,9 +334,9 @@ func (b *callStore) Close() error { return nil }
 //
 // Locking: a call holds the lock of the attachment it works on (one at a time) from its first use
 // to its end, so two calls for one attachment never interleave. The node-local lock of a pool is
-// held only while a candidate is chosen and the node's view of the pool changes; the Create that
-// claims the candidate runs outside it, so one node's ADDs to one pool choose one after another
-// but claim concurrently.
+// held only while a candidate is chosen and the node's view of the pool changes, never across an
+// API call: the Create that claims the candidate, a block's claim or give-back and borrowing's list
+// run outside it, so one node's ADDs to one pool choose one after another but claim concurrently.
 func (b *callStore) Update(ctx context.Context, fn func(context.Context, allocator.Txn) error) error {
 	return b.run(ctx, true, fn)
 }

@@ -173,41 +173,64 @@ func (t *txn) noteHeld(key string, e entry) {
 // ClaimNext claims a free address: first from the node's own blocks (round-robin after the last
 // choice), then from a newly claimed block, and when every block is claimed, from any address of
 // the pool still free (borrowing from other nodes' blocks). Choosing happens under the pool's
-// node-local lock; the Create of the choice does not.
+// node-local lock; the API calls that follow a choice (the reservation's Create, a block's claim,
+// borrowing's list, the list of the pool's slices) do not, so a slow API server delays each call by its own requests only, never
+// by those of the calls queued before it.
 func (t *txn) ClaimNext(ctx context.Context, p allocator.Pool, al *allocator.Allocation) error {
 	u, err := t.beginClaim(ctx, p, al.Owner)
 	if err != nil {
 		return err
 	}
 	st := u.state
+	bs := newBlockSearch() // this call's search for a block to claim
 	for {
 		if err := lockPool(ctx, st); err != nil {
 			return err
 		}
 		st.cooling.prune(st, p.Now.Add(-u.cooldown))
-		a, ok, err := t.choose(ctx, u, p)
-		if err != nil || !ok {
-			if err == nil {
-				err = t.borrow(ctx, u, p, al) // every block is claimed; still under the lock
-			}
+		c, err := t.choose(ctx, u, p, bs)
+		if err != nil {
 			unlockPool(st)
 			return err
 		}
-		name := ipamv1.ReservationName(u.scope, a)
-		st.inflight[name] = a
+		var name string
+		if c.kind == candidate {
+			name = ipamv1.ReservationName(u.scope, c.addr)
+			st.inflight[name] = c.addr
+		}
 		unlockPool(st)
 
-		res, _, err := t.tryCreate(ctx, u, al, a, false)
+		switch c.kind {
+		case claimBlock:
+			if err := t.claimBlock(ctx, u, p.Range, c.block, bs); err != nil {
+				return err
+			}
+			continue
+		case listBlocks:
+			if err := t.listBlocks(ctx, u, bs); err != nil {
+				return err
+			}
+			continue
+		case awaitBlock:
+			if err := waitBlockClaim(ctx, st, c.block); err != nil {
+				return err
+			}
+			continue
+		case noBlock:
+			return t.borrow(ctx, u, p, al) // every block is claimed
+		}
 
-		// The lock is taken without a bound: its holders are bounded by their own calls' bounds,
-		// and the inflight mark must go whatever happens.
+		res, _, err := t.tryCreate(ctx, u, al, c.addr, false)
+
+		// The lock is taken without a bound: its holders make no API call with it, and the
+		// inflight mark must go whatever happens.
 		st.lock <- struct{}{}
 		delete(st.inflight, name)
 		switch res {
 		case taken:
 			st.foreign[name] = true
 		case created:
-			st.cooling.drop(st, a)
+			st.cooling.drop(st, c.addr)
 		}
 		unlockPool(st)
 		if res != taken {
@@ -220,28 +243,40 @@ func (t *txn) ClaimNext(ctx context.Context, p allocator.Pool, al *allocator.All
 	}
 }
 
-// choose picks the next candidate of the node's blocks, claiming a new block when those are full.
-// ok is false when no block is left to claim. The pool's lock is held.
-func (t *txn) choose(ctx context.Context, u *poolUse, p allocator.Pool) (netip.Addr, bool, error) {
+// choiceKind is what ClaimNext does next.
+type choiceKind int
+
+const (
+	candidate  choiceKind = iota // create the reservation of choice.addr
+	claimBlock                   // claim the new block choice.block
+	awaitBlock                   // wait for the node's claim of choice.block in flight, then choose again
+	listBlocks                   // list the pool's slices (live), then choose again
+	noBlock                      // every block is claimed: borrow
+)
+
+type choice struct {
+	kind  choiceKind
+	addr  netip.Addr
+	block *blockClaim
+}
+
+// choose picks the next candidate of the node's blocks, or, when those are full, the block to
+// claim next (or that the pool's slices must be listed first). The pool's lock is held; choose
+// makes no API call.
+func (t *txn) choose(ctx context.Context, u *poolUse, p allocator.Pool, bs *blockSearch) (choice, error) {
 	s, st := t.b.s, u.state
 	if err := s.loadSlices(ctx, st); err != nil {
-		return netip.Addr{}, false, err
+		return choice{}, err
 	}
-	taken := s.claimTakenFn(u)
-	for a := range st.candidates(p.Range, taken) {
+	s.resumeCursor(st)
+	for a := range st.candidates(p.Range, s.claimTakenFn(u)) {
 		st.cursor = a
-		return a, true, nil
+		return choice{kind: candidate, addr: a}, nil
 	}
-	for {
-		sl, ok, err := t.claimSlice(ctx, u, p.Range)
-		if err != nil || !ok {
-			return netip.Addr{}, false, err
-		}
-		for a := range st.sliceCandidates(sl, p.Range, taken) {
-			st.cursor = a
-			return a, true, nil
-		}
+	if st.claiming != nil {
+		return choice{kind: awaitBlock, block: st.claiming}, nil
 	}
+	return s.startBlockClaim(ctx, st, p.Range, bs)
 }
 
 // Claim claims the requested al.Addr, or returns ErrAddressInUse naming the holder.
@@ -268,7 +303,9 @@ func (t *txn) Claim(ctx context.Context, p allocator.Pool, al *allocator.Allocat
 		// come before the call's end, the entry stays: harmless, as a held address is taken anyway
 		// and a later release starts its cool-down afresh.
 		if lerr := lockPool(ctx, u.state); lerr == nil {
-			u.state.cooling.drop(u.state, al.Addr)
+			if t.b.s.loadSlices(ctx, u.state) == nil {
+				u.state.cooling.drop(u.state, al.Addr)
+			}
 			unlockPool(u.state)
 		}
 	}
@@ -371,16 +408,30 @@ func (t *txn) Release(ctx context.Context, p allocator.Pool, owner allocator.Own
 	}
 	for _, e := range es {
 		if err := s.deleteReservation(ctx, e.name, e.uid); err != nil {
+			if maybeApplied(err) {
+				// The Delete may have been applied with its answer lost, and the informer, cut off
+				// by the same outage, may not say so for a while: the owner's next call reads the
+				// reservation back before the index answers for it (settleOwner).
+				s.addPending(pendingClaim{name: e.name, pool: u.state.name, owner: owner})
+			}
 			return allocator.Allocation{}, false, err
 		}
 		if err := lockPool(ctx, u.state); err != nil {
 			return allocator.Allocation{}, false, err
 		}
+		// The node's blocks, and what they record as cooling, are known before the release
+		// changes them: a DEL may be a restarted agent's first call in the pool.
+		if err := s.loadSlices(ctx, u.state); err != nil {
+			s.log.Info("Releasing without the node's blocks of the pool", "pool", u.state.name, "err", err)
+		}
 		if u.cooldown > 0 {
 			u.state.cooling.add(u.state, e.addr, p.Now)
 		}
-		s.released(ctx, u.state, e.addr)
+		block, giveBack := s.released(u.state, e.addr)
 		unlockPool(u.state)
+		if giveBack {
+			s.giveBack(ctx, u.state, block)
+		}
 	}
 	return allocationOf(key, u, es[0]), true, nil
 }
@@ -427,24 +478,29 @@ func (t *txn) ForEach(_ context.Context, key string, fn func(allocator.Allocatio
 //
 // So HasFree costs at most maxProbes reads while the pool has room, but on a pool that is full
 // (or nearly, or spread thin over nodes) it lists every reservation of the pool's scope: its cost
-// then grows with the allocations of the scope, never with the size of the range.
+// then grows with the allocations of the scope, never with the size of the range. The reads are
+// made without the pool's lock, which is held only to choose what to read and to note what was
+// found.
 func (t *txn) HasFree(ctx context.Context, p allocator.Pool) (bool, error) {
 	u, err := t.usePool(p)
 	if err != nil {
 		return false, err
 	}
 	s, st := t.b.s, u.state
-	if err := lockPool(ctx, st); err != nil {
-		return false, err
-	}
-	defer unlockPool(st)
-	if err := s.loadSlices(ctx, st); err != nil {
-		return false, err
-	}
 	// The cache may not show a block another node claimed a moment ago: read it back.
 	claimed := map[uint64]bool{}
 	for range maxProbes {
-		i, ok, err := s.freeSliceIndex(ctx, st, p.Range, claimed)
+		if err := lockPool(ctx, st); err != nil {
+			return false, err
+		}
+		err := s.loadSlices(ctx, st)
+		var i uint64
+		ok := false
+		if err == nil {
+			s.resumeCursor(st)
+			i, ok, err = s.freeSliceIndex(ctx, st, p.Range, claimed)
+		}
+		unlockPool(st)
 		if err != nil {
 			return false, err
 		}
@@ -463,11 +519,17 @@ func (t *txn) HasFree(ctx context.Context, p allocator.Pool) (bool, error) {
 		}
 		claimed[i] = true
 	}
-	probes := 0
+	if err := lockPool(ctx, st); err != nil {
+		return false, err
+	}
+	var probes []netip.Addr
 	for a := range st.candidates(p.Range, s.takenFn(u)) {
-		if probes++; probes > maxProbes {
+		if probes = append(probes, a); len(probes) == maxProbes {
 			break
 		}
+	}
+	unlockPool(st)
+	for _, a := range probes {
 		name := ipamv1.ReservationName(u.scope, a)
 		err := s.retry(ctx, "read reservation "+name, func(ctx context.Context) error {
 			return s.live.Get(ctx, client.ObjectKey{Name: name}, &ipamv1.OverlappingRangeIPReservation{})
@@ -478,9 +540,13 @@ func (t *txn) HasFree(ctx context.Context, p allocator.Pool) (bool, error) {
 		if err != nil {
 			return false, apiFailure("read reservation "+name, err)
 		}
+		if err := lockPool(ctx, st); err != nil {
+			return false, err
+		}
 		st.foreign[name] = true
+		unlockPool(st)
 	}
-	taken, err := s.scopeAddrs(ctx, u)
+	taken, err := t.sharedScope(ctx, u)
 	if err != nil {
 		return false, err
 	}

@@ -212,6 +212,13 @@ func (a *Agent) Run(ctx context.Context) error {
 	close(a.ready)
 	a.log.Info("Serving", "socket", a.opts.Socket)
 	err = (&agentproto.Server{Handler: a.Handle, Log: a.log}).Serve(ctx, ln)
+	// The cooling addresses not yet written behind go to their slices now, so that the agent's
+	// next life (a rolling update) passes over them too.
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+	defer cancel()
+	if ferr := a.store.FlushCooling(fctx); ferr != nil {
+		a.log.Error("Cooling addresses not recorded before stopping", "err", ferr)
+	}
 	a.log.Info("Stopped netpool agent", "socket", a.opts.Socket)
 	return err
 }

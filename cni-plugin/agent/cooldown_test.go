@@ -67,3 +67,29 @@ func TestCooldown(t *testing.T) {
 		wantCode(t, err, types.ErrInvalidNetworkConfig, "reuseCooldown 5m0s disagrees with IPPool cool-c-10.143.2.0-24, which records reuseCooldown 1h0m0s")
 	})
 }
+
+// TestCooldownAcrossAnAgentRestart: an agent that stops (a rolling update) writes the cooling
+// addresses it has not written behind yet, and its successor passes over them. Before, the
+// successor resumed its round-robin after the highest address the node held and handed out the
+// address released last at once, with 250 free.
+func TestCooldownAcrossAnAgentRestart(t *testing.T) {
+	env := envtest.Shared(t)
+	socket := filepath.Join(socketDir(t), "a.sock")
+	n := MustRun(t, env, "node-cool-restart", socket, Options{})
+	sh := newShim()
+	c := netConf("cool-r", socket, `,"network_name":"cool-r","range":"10.147.0.0/24","reuseCooldown":"1h"`)
+	var last string
+	for i := range 5 {
+		last = sh.addIP(t, fmt.Sprintf("p%d", i), c)
+	}
+	if _, err := sh.call("DEL", "p4", "", c); err != nil {
+		t.Fatal(err)
+	}
+	n.stop(t) // at once: well within the write-behind delay
+	MustRun(t, env, "node-cool-restart", socket, Options{})
+	for i := range 20 {
+		if ip := sh.addIP(t, fmt.Sprintf("q%d", i), c); ip == last {
+			t.Fatalf("ADD %d after the restart got %s, released just before it", i, ip)
+		}
+	}
+}

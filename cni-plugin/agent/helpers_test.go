@@ -127,14 +127,82 @@ func (s *shim) addIP(t *testing.T, id string, stdin []byte) string {
 
 func firstIP(t *testing.T, out string) string {
 	t.Helper()
+	ip, err := resultIP(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ip
+}
+
+// resultIP returns the first address of a CNI result; it is firstIP for goroutines other than the
+// test's.
+func resultIP(out string) (string, error) {
 	var res struct {
 		IPs []struct{ Address string } `json:"ips"`
 	}
 	if err := json.Unmarshal([]byte(out), &res); err != nil || len(res.IPs) == 0 {
-		t.Fatalf("result %q: %v", out, err)
+		return "", fmt.Errorf("result %q has no address: %v", out, err)
 	}
 	ip, _, _ := strings.Cut(res.IPs[0].Address, "/")
-	return ip
+	return ip, nil
+}
+
+// lagProbe measures how late this process's timers fire while a test runs: on a loaded machine a
+// deadline fires late by what the scheduler delays any goroutine, which a bound on elapsed time must
+// allow for without allowing a hang.
+type lagProbe struct {
+	mu    sync.Mutex
+	worst time.Duration
+}
+
+// startLagProbe starts a probe that sleeps 10 ms at a time until the test ends.
+func startLagProbe(t *testing.T) *lagProbe {
+	p := &lagProbe{}
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		const tick = 10 * time.Millisecond
+		for {
+			start := time.Now()
+			select {
+			case <-done:
+				return
+			case <-time.After(tick):
+			}
+			late := time.Since(start) - tick
+			p.mu.Lock()
+			p.worst = max(p.worst, late)
+			p.mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() { close(done); <-stopped })
+	return p
+}
+
+// max returns the worst lateness seen so far.
+func (p *lagProbe) max() time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.worst
+}
+
+// syncBuffer is a bytes.Buffer that concurrent writers (an agent's calls) may share.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // netConf is a network config for the agent at socket.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/netip"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -112,6 +114,41 @@ func TestNodeRestriction(t *testing.T) {
 	})
 	t.Run("another node's slice cannot be deleted", func(t *testing.T) {
 		wantDenied(t, ca.Delete(ctx, sliceB.DeepCopy()), "node node-a may not delete ippoolslices "+sliceB.Name+" of node node-b")
+	})
+	t.Run("only a slice's own node records its cooling addresses", func(t *testing.T) {
+		// The agent may patch slices, to record cooling addresses (spec.cooling). Another node's
+		// records are not its to write: forged ones would hold addresses back, erased ones would
+		// let a cooling address be reused.
+		a := netip.MustParsePrefix(sliceB.Spec.Range).Addr().Next().String()
+		cooling := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"cooling":[{"address":"`+a+`","releasedAt":"2026-12-01T10:00:00Z"}]}}`))
+		wantDenied(t, ca.Patch(ctx, sliceB.DeepCopy(), cooling), "node node-a may not update ippoolslices "+sliceB.Name+" of node node-b")
+		if err := cb.Patch(ctx, sliceB.DeepCopy(), cooling, client.DryRunAll); err != nil {
+			t.Errorf("node-b recording cooling addresses on its own slice: %v", err)
+		}
+		// A patch is an update: a node cannot hand its block to another with it either.
+		handOver := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"node":"node-a"}}`))
+		wantDenied(t, cb.Patch(ctx, sliceB.DeepCopy(), handOver), "node node-b may not update ippoolslices "+sliceB.Name+" of node node-a")
+		// Nor may the patch of its own slice change anything but spec.cooling: without the pool
+		// label the block is hidden from every other node and the controller, and a finalizer
+		// or owner reference of the node's choosing would keep it from being deleted.
+		onlyCooling := "node node-b may update ippoolslices " + sliceB.Name + " only to record its cooling addresses"
+		for name, patch := range map[string]string{
+			"drops the pool label":     `{"metadata":{"labels":{"` + ipamv1.PoolLabel + `":null}}}`,
+			"relabels the pool":        `{"metadata":{"labels":{"` + ipamv1.PoolLabel + `":"other-pool"}}}`,
+			"adds an annotation":       `{"metadata":{"annotations":{"example.com/x":"y"}}}`,
+			"adds a finalizer":         `{"metadata":{"finalizers":["example.com/keep"]}}`,
+			"adds an owner reference":  `{"metadata":{"ownerReferences":[{"apiVersion":"v1","kind":"Node","name":"node-b","uid":"` + string(sliceB.UID) + `"}]}}`,
+			"cooling with a finalizer": `{"metadata":{"finalizers":["example.com/keep"]},"spec":{"cooling":[{"address":"` + a + `","releasedAt":"2026-12-01T10:00:00Z"}]}}`,
+		} {
+			p := client.RawPatch(types.MergePatchType, []byte(patch))
+			if err := cb.Patch(ctx, sliceB.DeepCopy(), p, client.DryRunAll); !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), onlyCooling) {
+				t.Errorf("node-b's patch of its own slice that %s: %v, want Forbidden with %q", name, err, onlyCooling)
+			}
+		}
+		var got ipamv1.IPPoolSlice
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(sliceB), &got); err != nil || got.Labels[ipamv1.PoolLabel] != sliceB.Labels[ipamv1.PoolLabel] || len(got.Finalizers) != 0 {
+			t.Errorf("node-b's slice after the denied patches: labels %v finalizers %v, %v", got.Labels, got.Finalizers, err)
+		}
 	})
 	t.Run("reservations and slices cannot be forged for another node", func(t *testing.T) {
 		forged := forgedReservation("10.84.0.14", "node-b", "node-b")

@@ -157,6 +157,23 @@ func TestAgentRBAC(t *testing.T) {
 		if !maps.Equal(left, want) {
 			t.Errorf("reservations after GC on node-b = %v, want %v", left, want)
 		}
+
+		// Under a reuse cool-down, DEL records the released address on the node's slice (a patch).
+		cool := netConf("rbac-cool", na.socket, `,"network_name":"rbac-cool","range":"10.82.2.0/24","reuseCooldown":"1h"`)
+		ip := sh.addIP(t, "node-a-cool", cool)
+		if _, err := sh.call("DEL", "node-a-cool", "", cool); err != nil {
+			t.Fatalf("DEL under a cool-down = %v", err)
+		}
+		if err := na.agent.Store().FlushCooling(ctx); err != nil {
+			t.Fatalf("recording the cooling address as the agent: %v", err)
+		}
+		var slices ipamv1.IPPoolSliceList
+		if err := env.Client.List(ctx, &slices, client.MatchingFields{"spec.pool": "rbac-cool-10.82.2.0-24"}); err != nil {
+			t.Fatal(err)
+		}
+		if len(slices.Items) != 1 || len(slices.Items[0].Spec.Cooling) != 1 || slices.Items[0].Spec.Cooling[0].Address != ip {
+			t.Errorf("slices of the cool-down pool = %+v, want one recording %s", slices.Items, ip)
+		}
 	})
 
 	t.Run("a referenced pool's namespaceSelector is read through namespaces", func(t *testing.T) {
@@ -283,7 +300,7 @@ func TestAgentRBAC(t *testing.T) {
 		type resource struct{ group, resource, subresource string }
 		granted := map[resource][]string{
 			{"ipam.netpool.io", "ippools", ""}:                        {"create", "get", "list", "watch"},
-			{"ipam.netpool.io", "ippoolslices", ""}:                   {"create", "delete", "get", "list", "watch"},
+			{"ipam.netpool.io", "ippoolslices", ""}:                   {"create", "delete", "get", "list", "watch", "patch"},
 			{"ipam.netpool.io", "overlappingrangeipreservations", ""}: {"create", "delete", "get", "list", "watch", "update"},
 			{"", "namespaces", ""}:                                    {"get", "list", "watch"},
 			{"", "nodes", ""}:                                         {"get", "list", "watch"},

@@ -12,7 +12,9 @@
 //     (OverlapText);
 //   - the limits: exclusions per range (MaxExclude, enforced by ipam.ParseRange for configs and
 //     pools alike) and derived pools per NAD (MaxDerivedPools);
-//   - what one address is to a pool (Classify), for tools that explain an address.
+//   - what one address is to a pool (Classify), for tools that explain an address;
+//   - the addresses that nodes record as cooling on their slices under the pool's reuse
+//     cool-down (CoolingIn), and the form a node writes them in (SliceCooling).
 //
 // The package is pure: it reads the API types and does no I/O, so a caller brings the pool, its
 // peers and the labels of the namespace and node, from a cache or from the API server.

@@ -29,6 +29,10 @@ import (
 // after the apiserver answers its health check.
 const servedTimeout = 30 * time.Second
 
+// controlPlaneStartTimeout bounds each start of etcd and of kube-apiserver, the first and every
+// restart (StartControlPlane).
+const controlPlaneStartTimeout = 90 * time.Second
+
 // Env is a running kube-apiserver and etcd with netpool's CRDs installed.
 type Env struct {
 	// Config is the REST config of the admin user (group system:masters).
@@ -158,8 +162,12 @@ func start(dir, root, module, crdDir string) (*Env, error) {
 			APIServer: &crenvtest.APIServer{Path: filepath.Join(assets, "kube-apiserver"), CertDir: certDir},
 			Etcd:      &crenvtest.Etcd{Path: filepath.Join(assets, "etcd"), DataDir: etcdDir},
 		},
-		Scheme:                scheme,
-		BinaryAssetsDirectory: assets,
+		// envtest's default of 20 s per process start is too short on a loaded machine: at load
+		// average 35 on 2 cores a restarted kube-apiserver took longer, and the test failed on
+		// that rather than on what it tests.
+		ControlPlaneStartTimeout: controlPlaneStartTimeout,
+		Scheme:                   scheme,
+		BinaryAssetsDirectory:    assets,
 	}
 	if crdDir != "" {
 		env.CRDDirectoryPaths, env.ErrorIfCRDPathMissing = []string{crdDir}, true

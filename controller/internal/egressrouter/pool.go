@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/netpool/netpool/controller/internal/index"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
 	networkv1 "github.com/netpool/netpool/crds/network/v1"
 	"github.com/netpool/netpool/internal/ippool"
@@ -154,11 +156,34 @@ func (e *Reconciler) allocate(ctx context.Context, r *networkv1.EgressRouter, po
 		}
 	}
 	slices.SortFunc(taken, func(a, b netip.Addr) int { return a.Compare(b) })
-	misses := 0
-	for a, ok := rng.NextAllowed(rng.Start); ok; a, ok = rng.NextAllowed(a.Next()) {
-		if _, found := slices.BinarySearchFunc(taken, a, func(x, y netip.Addr) int { return x.Compare(y) }); found {
-			continue
+	isTaken := func(a netip.Addr) bool {
+		_, found := slices.BinarySearchFunc(taken, a, func(x, y netip.Addr) int { return x.Compare(y) })
+		return found
+	}
+	// An address a node released under the pool's reuse cool-down comes after every other free
+	// one, the one released longest ago first (allocator/cooldown.go).
+	cooling, err := e.poolCooling(ctx, pool)
+	if err != nil {
+		return nil, nil, err
+	}
+	cools := map[netip.Addr]bool{}
+	for _, c := range cooling {
+		cools[c.Addr] = true
+	}
+	candidates := func(yield func(netip.Addr) bool) {
+		for a, ok := rng.NextAllowed(rng.Start); ok; a, ok = rng.NextAllowed(a.Next()) {
+			if (!isTaken(a) && !cools[a] && !yield(a)) || !a.Next().IsValid() {
+				return
+			}
 		}
+		for _, c := range cooling {
+			if rng.Allowed(c.Addr) == nil && !isTaken(c.Addr) && !yield(c.Addr) {
+				return
+			}
+		}
+	}
+	misses := 0
+	for a := range candidates {
 		name, err := e.claim(ctx, r, pool, a)
 		if err == nil {
 			return address(a), []string{name}, nil
@@ -169,11 +194,25 @@ func (e *Reconciler) allocate(ctx context.Context, r *networkv1.EgressRouter, po
 		if misses++; misses >= egressAllocateAttempts {
 			break
 		}
-		if !a.Next().IsValid() {
-			break
-		}
 	}
 	return nil, nil, &egressProblem{networkv1.ReasonPoolExhausted, fmt.Sprintf("IPPool %s (range %s) has no free address", pool.Name, pool.Spec.Range)}
+}
+
+// poolCooling returns the addresses of pool that nodes record as cooling on their slices, released
+// longest ago first, from the cache.
+func (e *Reconciler) poolCooling(ctx context.Context, pool *ipamv1.IPPool) ([]ippool.Cooling, error) {
+	cooldown, err := ippool.Cooldown(pool)
+	if err != nil {
+		return nil, &egressProblem{networkv1.ReasonPoolInvalid, err.Error()}
+	}
+	if cooldown == 0 {
+		return nil, nil
+	}
+	var list ipamv1.IPPoolSliceList
+	if err := e.Client.List(ctx, &list, client.MatchingFields{index.SlicePool: pool.Name}); err != nil {
+		return nil, fmt.Errorf("failed to list the slices of IPPool %s: %w", pool.Name, err)
+	}
+	return ippool.CoolingIn(list.Items, cooldown, time.Now()), nil
 }
 
 // claim creates the reservation of addr in pool for the router, or finds it already the router's.

@@ -4,7 +4,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
+// MaxSliceCooling is the most cooling addresses one IPPoolSlice records (the CRD's MaxItems of
+// spec.cooling): about 30 KiB, well under the 64 KiB that no object netpool writes may reach.
+const MaxSliceCooling = 512
+
 // IPPoolSliceSpec says which block of which pool belongs to which node.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.cooling) || !isCIDR(self.range) || self.cooling.all(c, isIP(c.address) && cidr(self.range).containsIP(c.address))",message="every cooling address must be an address of the block (spec.range)"
 type IPPoolSliceSpec struct {
 	// pool is the name of the IPPool the block is carved from. It cannot be changed.
 	// +required
@@ -29,6 +35,32 @@ type IPPoolSliceSpec struct {
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	Node string `json:"node,omitempty"`
+
+	// cooling are addresses of the block that the node released under its pool's reuseCooldown
+	// and may not hand out again yet, with when each was released. The node writes them behind
+	// its releases (coalesced, about a second later), so they survive a restart of its agent, and
+	// every allocator that claims in the pool (another node borrowing, the controller's
+	// EgressRouter) passes over them while anything else is free. An entry is cooling until
+	// releasedAt plus the pool's spec.reuseCooldown; expired entries are ignored and dropped at the
+	// node's next write. At most 512 entries (the releases most recent); a block holding more
+	// cooling addresses keeps the rest in the agent's memory only.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=512
+	Cooling []CoolingAddress `json:"cooling,omitempty"`
+}
+
+// CoolingAddress is one address of a block that cools after its release.
+type CoolingAddress struct {
+	// address is the released address.
+	// +required
+	// +kubebuilder:validation:MinLength=2
+	// +kubebuilder:validation:MaxLength=45
+	Address string `json:"address,omitempty"`
+
+	// releasedAt is when the node released it.
+	// +required
+	ReleasedAt metav1.Time `json:"releasedAt,omitzero"`
 }
 
 // IPPoolSlice is a block of an IPPool's range claimed by one node. Its name is
