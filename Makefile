@@ -42,10 +42,10 @@ test: lint ## Every test: unit, fuzz seed corpora, process-level, network namesp
 unit: ## Only the tests that need neither root, built binaries nor an API server (each of those skips itself under -short, saying why)
 	$(GO) test -race -short -count=1 ./...
 
-bench: ## Performance against the peers and the targets, measured in the same run (embedded, Kubernetes, IPAMClaims, controller, EgressRouter reconcile, egress data path, netpoolctl against kubectl)
+bench: ## Performance against the peers and the targets, measured in the same run (embedded, Kubernetes, IPAMClaims, controller, 100 hollow nodes, EgressRouter reconcile, egress data path, netpoolctl against kubectl)
 	@# Every table is printed even when an earlier one misses a target; the exit status reports any miss.
 	@export KUBEBUILDER_ASSETS="$$(bash hack/envtest-binaries.sh)"; rc=0; \
-	  for b in ./test/bench ./test/bench/kube ./test/bench/claims ./test/bench/controller ./test/bench/egressreconcile ./test/bench/egress ./test/bench/cli; do \
+	  for b in ./test/bench ./test/bench/kube ./test/bench/claims ./test/bench/controller ./test/bench/scale ./test/bench/egressreconcile ./test/bench/egress ./test/bench/cli; do \
 	    echo "== $$b"; $(GO) run $$b || rc=1; done; exit $$rc
 
 fuzz: ## Run every fuzz target for FUZZTIME each

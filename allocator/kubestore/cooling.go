@@ -369,16 +369,33 @@ func (s *Store) writeCooling(ctx context.Context, w sliceCoolingWrite) error {
 }
 
 // coolingElsewhere returns the addresses of u's pool that other nodes' slices record as cooling at
-// now, from the cache. The pool's lock is held.
+// now. The cache holds only this node's slices, so the pool's slices are listed live (paged, by
+// spec.pool), and only under a cool-down: borrowing is the one step that needs other nodes'
+// cooling. The pool's lock is not held (it is never held across an API call).
 func (s *Store) coolingElsewhere(ctx context.Context, u *poolUse, now time.Time) (map[netip.Addr]time.Time, error) {
 	if u.cooldown <= 0 {
 		return nil, nil
 	}
-	list, err := s.cachedSlices(ctx, u.state.name)
-	if err != nil {
-		return nil, err
+	what := "list the slices of pool " + u.state.name + " for their cooling addresses"
+	var others []ipamv1.IPPoolSlice
+	for cont := ""; ; {
+		list := &ipamv1.IPPoolSliceList{}
+		err := s.retry(ctx, what, func(ctx context.Context) error {
+			return s.live.List(ctx, list, client.MatchingFields{slicePoolField: u.state.name},
+				client.Limit(listPage), client.Continue(cont))
+		})
+		if err != nil {
+			return nil, apiFailure(what, err)
+		}
+		for _, sl := range list.Items {
+			if sl.Spec.Node != s.node {
+				others = append(others, sl)
+			}
+		}
+		if cont = list.Continue; cont == "" {
+			break
+		}
 	}
-	others := slices.DeleteFunc(list, func(sl ipamv1.IPPoolSlice) bool { return sl.Spec.Node == s.node })
 	out := map[netip.Addr]time.Time{}
 	for _, c := range ippool.CoolingIn(others, u.cooldown, now) {
 		out[c.Addr] = c.ReleasedAt

@@ -15,6 +15,10 @@
 //     only cross-node contention is the claim of a new block, once per block. A slice only steers
 //     candidates; the reservation stays the lock, so a stale or lost slice costs a retry, never a
 //     duplicate.
+//   - The agent watches only what its own node's work makes (DESIGN.md, invariant 9): its
+//     reservations and slices, selected by node, and its Node; other nodes' blocks it learns by
+//     claiming (blocks.go). IPPools are watched whole (the cluster's configuration), Namespaces only
+//     once a pool selects them, as metadata.
 //   - When every block of the range is claimed and the node's own blocks are full, the node borrows:
 //     it lists the pool's reservations and creates one on any address still free, so a pool is
 //     exhausted exactly at its capacity whatever the spread of pods over nodes.

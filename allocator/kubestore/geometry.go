@@ -35,8 +35,9 @@ func newGeometry(subnet netip.Prefix, sliceSize int32) (geometry, error) {
 }
 
 // minSliceAddrBits is the smallest default block: 16 addresses. A block costs an IPPoolSlice Create
-// and its watch event on every node; below 16 addresses that costs more than the contention it
-// saves (a /28 pool would be 13 one-address slices, one Create per ADD).
+// (and the API server's dispatch of its event to every agent's watch of slices); below 16
+// addresses that costs more than the contention it saves (a /28 pool would be 13 one-address
+// slices, one Create per ADD).
 const minSliceAddrBits = 4
 
 // defaultSliceBits chooses blocks of 64 addresses, or a sixteenth of the range when that is

@@ -53,6 +53,8 @@ type poolState struct {
 	listing *scopeList
 	// cooling are the addresses this node released under the pool's reuse cool-down (cooling.go).
 	cooling coolingSet
+	// hints are what the node knows of other nodes' blocks and where its next claim looks (blocks.go).
+	hints blockHints
 }
 
 // ownSlice is one block the node owns.

@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
@@ -73,10 +74,12 @@ func (s *Store) poolRules(ctx context.Context, pool *ipamv1.IPPool, c *ipam.Conf
 	return nil
 }
 
-// namespaceLabels returns the labels of the pod's namespace. The cache answers; a namespace it has
-// not seen yet is read from the API server.
+// namespaceLabels returns the labels of the pod's namespace. The cache answers, from a
+// metadata-only informer of namespaces that the first call starts (an agent whose pools select no
+// namespaces never watches them); a namespace it has not seen yet is read from the API server.
 func (s *Store) namespaceLabels(ctx context.Context, namespace string) (map[string]string, error) {
-	ns := &corev1.Namespace{}
+	ns := &metav1.PartialObjectMetadata{}
+	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
 	err := s.retry(ctx, "read namespace "+namespace, func(ctx context.Context) error {
 		err := s.client.Get(ctx, client.ObjectKey{Name: namespace}, ns)
 		if apierrors.IsNotFound(err) {

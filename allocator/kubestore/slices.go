@@ -18,8 +18,12 @@ import (
 	"github.com/netpool/netpool/ipam"
 )
 
-// slicePoolField indexes the cached IPPoolSlices by spec.pool.
+// slicePoolField indexes the cached IPPoolSlices by spec.pool, and selects a pool's slices in a
+// live list (a selectable field of the CRD).
 const slicePoolField = "spec.pool"
+
+// sliceNodeField selects one node's slices (a selectable field of the CRD).
+const sliceNodeField = "spec.node"
 
 // listPage is the page size of the live list of a pool's reservations.
 const listPage = 1000
@@ -229,48 +233,47 @@ func scan(from, to netip.Addr, r ipam.Range, taken func(netip.Addr) bool, yield 
 	}
 }
 
-// freeSliceIndex returns the first block of r's window that no node has claimed and that holds an
-// address r may hand out. also are blocks known to be claimed beyond what the cache shows.
+// freeSliceIndex returns a block of r's window that no node is known to hold and that holds an
+// address r may hand out: the first such block from where the node's search stands (blocks.go).
+// also are blocks known to be claimed beyond what the node knows.
 func (s *Store) freeSliceIndex(ctx context.Context, st *poolState, r ipam.Range, also map[uint64]bool) (uint64, bool, error) {
-	list, err := s.cachedSlices(ctx, st.name)
+	own, err := s.ownBlocks(ctx, st)
 	if err != nil {
 		return 0, false, err
 	}
-	claimed := map[uint64]bool{}
+	held := func(i uint64) bool { return own[i] || also[i] || st.hints.elsewhere[i] }
+	i, ok := firstFreeBlock(st.geo, r, held, st.searchStart(r, inUse(s.currentPool(ctx, st))))
+	return i, ok, nil
+}
+
+// ownBlocks returns the indexes of the node's blocks of the pool: those it claimed, and any other
+// slice of the node the cache shows (the cache holds only this node's slices).
+func (s *Store) ownBlocks(ctx context.Context, st *poolState) (map[uint64]bool, error) {
+	list, err := s.cachedSlices(ctx, st.name)
+	if err != nil {
+		return nil, err
+	}
+	own := map[uint64]bool{}
 	for _, sl := range list {
 		if o, ok := st.ownSlice(&sl); ok {
-			claimed[o.index] = true
+			own[o.index] = true
 		}
 	}
 	for _, o := range st.slices {
-		claimed[o.index] = true
+		own[o.index] = true
 	}
-	g := st.geo
-	i, last := g.index(r.Start), g.index(r.End)
-	for {
-		if claimed[i] || also[i] {
-			if i == last {
-				return 0, false, nil
-			}
-			i++
-			continue
-		}
-		block := g.block(i)
-		first := block.Addr()
-		if first.Compare(r.Start) < 0 {
-			first = r.Start
-		}
-		a, ok := r.NextAllowed(first)
-		if !ok {
-			return 0, false, nil
-		}
-		if !block.Contains(a) {
-			i = g.index(a) // the rest of the block is excluded: jump to the block of a
-			continue
-		}
-		return i, true, nil
-	}
+	return own, nil
 }
+
+// blockSearch is one ClaimNext's search for a block to claim (blocks.go): the blocks it found
+// held by other nodes, how many Creates met one, and whether it has listed the pool's slices.
+type blockSearch struct {
+	lost   map[uint64]bool
+	misses int
+	listed bool
+}
+
+func newBlockSearch() *blockSearch { return &blockSearch{lost: map[uint64]bool{}} }
 
 // blockClaim is the node's claim of a new block of a pool, in flight: at most one per pool, so
 // that the node's concurrent ADDs that find its blocks full claim one block between them, not one
@@ -280,23 +283,30 @@ type blockClaim struct {
 	done  chan struct{}
 }
 
-// startBlockClaim marks the first free block of r's window as being claimed by this node; lost
-// are blocks this call found claimed by other nodes beyond what the cache shows. ok is false when
-// every block is claimed. The pool's lock is held; the claim itself is made without it
-// (claimBlock).
-func (s *Store) startBlockClaim(ctx context.Context, st *poolState, r ipam.Range, lost map[uint64]bool) (*blockClaim, bool, error) {
-	i, ok, err := s.freeSliceIndex(ctx, st, r, lost)
-	if err != nil || !ok {
-		return nil, false, err
+// startBlockClaim chooses what the node does once its blocks of r's window are full: claim the
+// block blocks.go chooses (marked as being claimed), list the pool's slices first (the node's
+// knowledge says every block is held and no list is fresh, or this search met maxBlockProbes
+// blocks held elsewhere), or borrow (every block is claimed, as a list showed). The pool's lock
+// is held; the claim and the list are made without it (claimBlock, listBlocks).
+func (s *Store) startBlockClaim(ctx context.Context, st *poolState, r ipam.Range, bs *blockSearch) (choice, error) {
+	i, ok, err := s.freeSliceIndex(ctx, st, r, bs.lost)
+	if err != nil {
+		return choice{}, err
+	}
+	if !bs.listed && (!ok && !st.hints.listFresh(time.Now()) || ok && bs.misses >= maxBlockProbes) {
+		return choice{kind: listBlocks}, nil
+	}
+	if !ok {
+		return choice{kind: noBlock}, nil
 	}
 	st.claiming = &blockClaim{index: i, done: make(chan struct{})}
-	return st.claiming, true, nil
+	return choice{kind: claimBlock, block: st.claiming}, nil
 }
 
 // claimBlock claims block c for this node by creating its IPPoolSlice, without the pool's lock,
-// and then records the outcome under it. A block another node won is added to lost; either way
-// the caller chooses again.
-func (t *txn) claimBlock(ctx context.Context, u *poolUse, c *blockClaim, lost map[uint64]bool) error {
+// and then records the outcome under it. A block another node won is remembered as held
+// elsewhere, and the search moves on (blocks.go); either way the caller chooses again.
+func (t *txn) claimBlock(ctx context.Context, u *poolUse, r ipam.Range, c *blockClaim, bs *blockSearch) error {
 	s, st := t.b.s, u.state
 	won, err := s.createSlice(ctx, st, c.index)
 	// The lock is taken without a bound, as the claim must be cleared whatever happens; holders
@@ -310,14 +320,44 @@ func (t *txn) claimBlock(ctx context.Context, u *poolUse, c *blockClaim, lost ma
 		return err
 	case won:
 		st.addSlice(ownSlice{index: c.index, name: ipamv1.SliceName(st.name, c.index), prefix: st.geo.block(c.index)})
+		st.hints.claimed(c.index)
 	default:
-		lost[c.index] = true
+		bs.lost[c.index] = true
+		lo, hi := blockWindow(st.geo, r)
+		st.hints.heldElsewhere(c.index, lo, hi)
+		bs.misses++
 	}
+	return nil
+}
+
+// listBlocks lists the pool's slices once for this search, without the pool's lock, and takes
+// what the list shows as the truth about other nodes' blocks.
+func (t *txn) listBlocks(ctx context.Context, u *poolUse, bs *blockSearch) error {
+	s, st := t.b.s, u.state
+	listed, err := s.listedSlices(ctx, st)
+	if err != nil {
+		return err
+	}
+	if err := lockPool(ctx, st); err != nil {
+		return err
+	}
+	defer unlockPool(st)
+	own, err := s.ownBlocks(ctx, st)
+	if err != nil {
+		return err
+	}
+	st.hints.learnList(listed, own, time.Now())
+	for j := range listed {
+		bs.lost[j] = true
+	}
+	bs.listed = true
 	return nil
 }
 
 // createSlice creates the IPPoolSlice of block i for this node. won is false when another node
 // holds it; a block released again meanwhile is not won either, and the next choice may claim it.
+// Only when an earlier attempt's answer was lost is an AlreadyExists read back (it may be this
+// node's own Create): a plain collision costs one request.
 func (s *Store) createSlice(ctx context.Context, st *poolState, i uint64) (won bool, err error) {
 	sl := &ipamv1.IPPoolSlice{
 		ObjectMeta: metav1.ObjectMeta{
@@ -329,11 +369,13 @@ func (s *Store) createSlice(ctx context.Context, st *poolState, i uint64) (won b
 		},
 		Spec: ipamv1.IPPoolSliceSpec{Pool: st.name, Range: st.geo.block(i).String(), Node: s.node},
 	}
+	uncertain := false
 	err = s.retry(ctx, "create slice "+sl.Name, func(ctx context.Context) error {
-		return s.client.Create(ctx, sl.DeepCopy())
+		err := s.client.Create(ctx, sl.DeepCopy())
+		uncertain = uncertain || err != nil && maybeApplied(err)
+		return err
 	})
-	if apierrors.IsAlreadyExists(err) {
-		// Another node won the block, or an earlier attempt of ours did.
+	if apierrors.IsAlreadyExists(err) && uncertain {
 		existing := &ipamv1.IPPoolSlice{}
 		err = s.retry(ctx, "read slice "+sl.Name, func(ctx context.Context) error {
 			return s.live.Get(ctx, client.ObjectKey{Name: sl.Name}, existing)
@@ -344,6 +386,9 @@ func (s *Store) createSlice(ctx context.Context, st *poolState, i uint64) (won b
 		if err == nil {
 			return existing.Spec.Node == s.node, nil
 		}
+	}
+	if apierrors.IsAlreadyExists(err) {
+		return false, nil // another node holds the block
 	}
 	if err != nil {
 		return false, apiFailure("claim slice "+sl.Name, err)
@@ -460,11 +505,7 @@ func (t *txn) borrow(ctx context.Context, u *poolUse, p allocator.Pool, al *allo
 		return false, nil
 	}
 	// Cooling: this node's releases, and those other nodes record on their slices.
-	if err := lockPool(ctx, st); err != nil {
-		return err
-	}
 	elsewhere, err := s.coolingElsewhere(ctx, u, p.Now)
-	unlockPool(st)
 	if err != nil {
 		return err
 	}

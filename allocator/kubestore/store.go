@@ -146,6 +146,14 @@ func New(cfg *rest.Config, opts Options) (*Store, error) {
 			},
 			// Only this node: its labels answer the pools' nodeSelectors.
 			&corev1.Node{}: {Field: fields.OneTermEqualSelector("metadata.name", opts.NodeName)},
+			// Only this node's slices: its blocks. Another node's claim sends this node no event;
+			// which blocks other nodes hold, the node learns by claiming (blocks.go). spec.node is
+			// what the node-isolation policy checks against the agent's token.
+			&ipamv1.IPPoolSlice{}: {Field: fields.OneTermEqualSelector(sliceNodeField, opts.NodeName)},
+			// IPPools are watched whole: they are the cluster's configuration (their number does
+			// not grow with nodes), and the agent needs their spec and Ready verdict. Namespaces are
+			// watched only once a pool with a namespaceSelector is used, and then as metadata
+			// (pool_rules.go): labels are all the agent reads of them.
 		},
 	})
 	if err != nil {
@@ -197,7 +205,7 @@ func (s *Store) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("failed to index pools: %w", err)
 	}
-	for _, obj := range []client.Object{&ipamv1.IPPoolSlice{}, &ipamv1.IPPool{}, &corev1.Namespace{}, &corev1.Node{}} {
+	for _, obj := range []client.Object{&ipamv1.IPPoolSlice{}, &ipamv1.IPPool{}, &corev1.Node{}} {
 		if _, err := s.cache.GetInformer(ctx, obj, cache.BlockUntilSynced(false)); err != nil {
 			return fmt.Errorf("failed to watch %T: %w", obj, err)
 		}

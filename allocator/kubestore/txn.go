@@ -174,7 +174,7 @@ func (t *txn) noteHeld(key string, e entry) {
 // choice), then from a newly claimed block, and when every block is claimed, from any address of
 // the pool still free (borrowing from other nodes' blocks). Choosing happens under the pool's
 // node-local lock; the API calls that follow a choice (the reservation's Create, a block's claim,
-// borrowing's list) do not, so a slow API server delays each call by its own requests only, never
+// borrowing's list, the list of the pool's slices) do not, so a slow API server delays each call by its own requests only, never
 // by those of the calls queued before it.
 func (t *txn) ClaimNext(ctx context.Context, p allocator.Pool, al *allocator.Allocation) error {
 	u, err := t.beginClaim(ctx, p, al.Owner)
@@ -182,13 +182,13 @@ func (t *txn) ClaimNext(ctx context.Context, p allocator.Pool, al *allocator.All
 		return err
 	}
 	st := u.state
-	lost := map[uint64]bool{} // blocks this call found claimed by other nodes
+	bs := newBlockSearch() // this call's search for a block to claim
 	for {
 		if err := lockPool(ctx, st); err != nil {
 			return err
 		}
 		st.cooling.prune(st, p.Now.Add(-u.cooldown))
-		c, err := t.choose(ctx, u, p, lost)
+		c, err := t.choose(ctx, u, p, bs)
 		if err != nil {
 			unlockPool(st)
 			return err
@@ -202,7 +202,12 @@ func (t *txn) ClaimNext(ctx context.Context, p allocator.Pool, al *allocator.All
 
 		switch c.kind {
 		case claimBlock:
-			if err := t.claimBlock(ctx, u, c.block, lost); err != nil {
+			if err := t.claimBlock(ctx, u, p.Range, c.block, bs); err != nil {
+				return err
+			}
+			continue
+		case listBlocks:
+			if err := t.listBlocks(ctx, u, bs); err != nil {
 				return err
 			}
 			continue
@@ -245,6 +250,7 @@ const (
 	candidate  choiceKind = iota // create the reservation of choice.addr
 	claimBlock                   // claim the new block choice.block
 	awaitBlock                   // wait for the node's claim of choice.block in flight, then choose again
+	listBlocks                   // list the pool's slices (live), then choose again
 	noBlock                      // every block is claimed: borrow
 )
 
@@ -255,8 +261,9 @@ type choice struct {
 }
 
 // choose picks the next candidate of the node's blocks, or, when those are full, the block to
-// claim next. The pool's lock is held; choose makes no API call.
-func (t *txn) choose(ctx context.Context, u *poolUse, p allocator.Pool, lost map[uint64]bool) (choice, error) {
+// claim next (or that the pool's slices must be listed first). The pool's lock is held; choose
+// makes no API call.
+func (t *txn) choose(ctx context.Context, u *poolUse, p allocator.Pool, bs *blockSearch) (choice, error) {
 	s, st := t.b.s, u.state
 	if err := s.loadSlices(ctx, st); err != nil {
 		return choice{}, err
@@ -269,14 +276,7 @@ func (t *txn) choose(ctx context.Context, u *poolUse, p allocator.Pool, lost map
 	if st.claiming != nil {
 		return choice{kind: awaitBlock, block: st.claiming}, nil
 	}
-	c, ok, err := s.startBlockClaim(ctx, st, p.Range, lost)
-	switch {
-	case err != nil:
-		return choice{}, err
-	case !ok:
-		return choice{kind: noBlock}, nil
-	}
-	return choice{kind: claimBlock, block: c}, nil
+	return s.startBlockClaim(ctx, st, p.Range, bs)
 }
 
 // Claim claims the requested al.Addr, or returns ErrAddressInUse naming the holder.

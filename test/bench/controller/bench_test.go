@@ -92,3 +92,22 @@ func TestReportVerdicts(t *testing.T) {
 		t.Fatalf("table:\n%s", b.String())
 	}
 }
+
+func TestValidateOptions(t *testing.T) {
+	good := options{pods: 150000, nodes: 5000, cidr: "10.128.0.0/14", deleted: 1000, finished: 500, deletions: 1000}
+	if err := good.validate(); err != nil {
+		t.Fatal(err)
+	}
+	for name, mut := range map[string]func(*options){
+		"pool too small": func(o *options) { o.cidr = "10.128.0.0/16" },
+		"bad cidr":       func(o *options) { o.cidr = "10.128.0.0" },
+		"no nodes":       func(o *options) { o.nodes = 0 },
+		"leaks exceed":   func(o *options) { o.deleted = 150000 },
+	} {
+		o := good
+		mut(&o)
+		if err := o.validate(); err == nil {
+			t.Errorf("%s: validated", name)
+		}
+	}
+}

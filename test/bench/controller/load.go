@@ -19,8 +19,6 @@ import (
 const (
 	namespace = "bench"
 	poolName  = "bench"
-	poolRange = "10.128.0.0/16"
-	nodes     = 100
 )
 
 // workload is what load made: attachment i is pod i with the i-th address of the pool.
@@ -41,27 +39,27 @@ func load(ctx context.Context, c *cluster, o options, rep *report) (*workload, e
 	if err := cl.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}); err != nil {
 		return nil, err
 	}
-	if err := cl.Create(ctx, &ipamv1.IPPool{ObjectMeta: metav1.ObjectMeta{Name: poolName}, Spec: ipamv1.IPPoolSpec{Range: poolRange}}); err != nil {
+	if err := cl.Create(ctx, &ipamv1.IPPool{ObjectMeta: metav1.ObjectMeta{Name: poolName}, Spec: ipamv1.IPPoolSpec{Range: o.cidr}}); err != nil {
 		return nil, err
 	}
-	if err := parallel(ctx, nodes, o.concurrency, func(i int) error {
+	if err := parallel(ctx, o.nodes, o.concurrency, func(i int) error {
 		return cl.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName(i)}})
 	}); err != nil {
 		return nil, fmt.Errorf("failed to create the nodes: %w", err)
 	}
 	w := &workload{pods: make([]*corev1.Pod, o.pods), reservations: make([]string, o.pods), leaked: o.deleted + o.finished}
-	base := netip.MustParsePrefix(poolRange).Addr()
+	base := netip.MustParsePrefix(o.cidr).Addr()
 	addrs := make([]netip.Addr, o.pods)
 	for a, i := base.Next(), 0; i < o.pods; a, i = a.Next(), i+1 {
 		addrs[i] = a
 	}
 	err := parallel(ctx, o.pods, o.concurrency, func(i int) error {
-		pod, err := createPod(ctx, cl, i, addrs[i])
+		pod, err := createPod(ctx, cl, i, addrs[i], o.nodes)
 		if err != nil {
 			return err
 		}
 		w.pods[i] = pod
-		r := reservation(pod, addrs[i], nodeName(i%nodes))
+		r := reservation(pod, addrs[i], nodeName(i%o.nodes))
 		w.reservations[i] = r.Name
 		return cl.Create(ctx, r)
 	})
@@ -88,16 +86,16 @@ func load(ctx context.Context, c *cluster, o options, rep *report) (*workload, e
 }
 
 // createPod creates pod i, Running, with addr in its network-status, as kubelet and Multus leave it.
-func createPod(ctx context.Context, cl client.Client, i int, addr netip.Addr) (*corev1.Pod, error) {
+func createPod(ctx context.Context, cl client.Client, i int, addr netip.Addr, nodes int) (*corev1.Pod, error) {
 	status, err := json.Marshal([]nadv1.NetworkStatus{
-		{Name: "cbr0", Interface: "eth0", IPs: []string{fmt.Sprintf("10.244.%d.%d", i/250, i%250+1)}, Default: true},
+		{Name: "cbr0", Interface: "eth0", IPs: []string{fmt.Sprintf("10.%d.%d.%d", 244+i/62500, i/250%250, i%250+1)}, Default: true},
 		{Name: namespace + "/net1", Interface: "net1", IPs: []string{addr.String()}},
 	})
 	if err != nil {
 		return nil, err
 	}
 	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: fmt.Sprintf("p-%05d", i),
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: fmt.Sprintf("p-%06d", i),
 			Annotations: map[string]string{nadv1.NetworkStatusAnnot: string(status)}},
 		Spec: corev1.PodSpec{NodeName: nodeName(i % nodes), Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}}},
 	}
@@ -125,7 +123,7 @@ func reservation(pod *corev1.Pod, addr netip.Addr, node string) *ipamv1.Overlapp
 	}
 }
 
-func nodeName(i int) string { return fmt.Sprintf("node-%02d", i) }
+func nodeName(i int) string { return fmt.Sprintf("node-%04d", i) }
 
 // parallel runs f(0..n-1) on workers goroutines and returns the first error.
 func parallel(ctx context.Context, n, workers int, f func(int) error) error {

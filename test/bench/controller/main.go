@@ -17,6 +17,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net/netip"
 	"os"
 	"os/signal"
 	"syscall"
@@ -29,6 +30,8 @@ import (
 // options are the bench's flags.
 type options struct {
 	pods        int
+	nodes       int
+	cidr        string
 	deleted     int
 	finished    int
 	deletions   int
@@ -44,6 +47,8 @@ type options struct {
 func main() {
 	o := options{}
 	flag.IntVar(&o.pods, "pods", 20000, "pods, each with one reservation")
+	flag.IntVar(&o.nodes, "nodes", 100, "nodes the pods and reservations are spread over")
+	flag.StringVar(&o.cidr, "cidr", "10.128.0.0/16", "range of the pool (at least -pods addresses)")
 	flag.IntVar(&o.deleted, "deleted", 1000, "pods deleted while the controller is down (leaks the sweep releases)")
 	flag.IntVar(&o.finished, "finished", 500, "pods that Succeeded while the controller is down (leaks too)")
 	flag.IntVar(&o.deletions, "deletions", 1000, "pods deleted while the controller runs, for the release latency")
@@ -56,8 +61,8 @@ func main() {
 	flag.BoolVar(&o.keep, "keep", false, "keep the work directory (the controller's log) and print its path")
 	noFailExit := flag.Bool("no-fail-exit", false, "exit 0 even when a target is missed")
 	flag.Parse()
-	if o.deleted+o.finished+o.deletions > o.pods {
-		fmt.Fprintln(os.Stderr, "bench: -deleted + -finished + -deletions exceed -pods")
+	if err := o.validate(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(2)
 	}
 
@@ -73,6 +78,24 @@ func main() {
 	if !rep.ok(o) && !*noFailExit {
 		os.Exit(1)
 	}
+}
+
+// validate checks that the flags describe a workload the pool can hold.
+func (o options) validate() error {
+	if o.deleted+o.finished+o.deletions > o.pods {
+		return fmt.Errorf("-deleted + -finished + -deletions exceed -pods")
+	}
+	if o.nodes < 1 || o.nodes > 9999 {
+		return fmt.Errorf("-nodes %d: 1 to 9999", o.nodes)
+	}
+	p, err := netip.ParsePrefix(o.cidr)
+	if err != nil {
+		return fmt.Errorf("-cidr %q: %w", o.cidr, err)
+	}
+	if host := p.Addr().BitLen() - p.Bits(); host < 63 && 1<<host < o.pods+2 {
+		return fmt.Errorf("-cidr %s holds fewer than -pods %d addresses", o.cidr, o.pods)
+	}
+	return nil
 }
 
 // run sets the cluster up, runs both measurements and tears everything down.
