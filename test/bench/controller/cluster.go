@@ -1,15 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
@@ -18,6 +15,7 @@ import (
 	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/netpool/netpool/internal/scheme"
+	"github.com/netpool/netpool/test/bench/benchproc"
 )
 
 // cluster is the envtest control plane, the controller binary and its process.
@@ -45,7 +43,7 @@ type controllerProc struct {
 // startCluster starts kube-apiserver and etcd with netpool's CRDs and the NAD CRD, and builds the
 // controller (or takes it from o.binDir). On error the returned cluster, if any, must be stopped.
 func startCluster(o options) (*cluster, error) {
-	root, err := output(exec.Command("go", "list", "-m", "-f", "{{.Dir}}"))
+	root, err := benchproc.Output(exec.Command("go", "list", "-m", "-f", "{{.Dir}}"))
 	if err != nil {
 		return nil, err
 	}
@@ -57,7 +55,7 @@ func startCluster(o options) (*cluster, error) {
 	if err := c.build(o.binDir); err != nil {
 		return c, err
 	}
-	assets, err := output(exec.Command("bash", filepath.Join(root, "hack", "envtest-binaries.sh")))
+	assets, err := benchproc.Output(exec.Command("bash", filepath.Join(root, "hack", "envtest-binaries.sh")))
 	if err != nil {
 		return c, fmt.Errorf("failed to get the envtest binaries: %w", err)
 	}
@@ -98,11 +96,11 @@ func (c *cluster) build(dir string) error {
 // startController runs the controller binary with its defaults, except a single replica (no
 // leader election), the bench's grace and loopback listeners.
 func (c *cluster) startController(o options) error {
-	metrics, err := freeAddr()
+	metrics, err := benchproc.FreeAddr()
 	if err != nil {
 		return err
 	}
-	health, err := freeAddr()
+	health, err := benchproc.FreeAddr()
 	if err != nil {
 		return err
 	}
@@ -172,25 +170,4 @@ func (c *cluster) stop(keep bool) error {
 		errs = append(errs, os.RemoveAll(c.dir))
 	}
 	return errors.Join(errs...)
-}
-
-// freeAddr returns a loopback address with a port nothing listens on.
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	addr := l.Addr().String()
-	return addr, l.Close()
-}
-
-// output runs cmd and returns its trimmed standard output.
-func output(cmd *exec.Cmd) (string, error) {
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return "", fmt.Errorf("%s: %w\n%s", strings.Join(cmd.Args, " "), err, stderr.Bytes())
-	}
-	return strings.TrimSpace(string(out)), nil
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -29,6 +28,7 @@ import (
 	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
+	"github.com/netpool/netpool/test/bench/benchproc"
 )
 
 // The agent's identity, as deploy/base/agent-rbac.yaml makes it.
@@ -56,7 +56,7 @@ type cluster struct {
 // agent's namespace, RBAC and node-isolation policy from deploy/base. On error the returned cluster,
 // if any, must be stopped.
 func startCluster(o options) (*cluster, error) {
-	root, err := output(exec.Command("go", "list", "-m", "-f", "{{.Dir}}"))
+	root, err := benchproc.Output(exec.Command("go", "list", "-m", "-f", "{{.Dir}}"))
 	if err != nil {
 		return nil, err
 	}
@@ -68,7 +68,7 @@ func startCluster(o options) (*cluster, error) {
 	if err := c.build(o.binDir); err != nil {
 		return c, err
 	}
-	assets, err := output(exec.Command("bash", filepath.Join(root, "hack", "envtest-binaries.sh")))
+	assets, err := benchproc.Output(exec.Command("bash", filepath.Join(root, "hack", "envtest-binaries.sh")))
 	if err != nil {
 		return c, fmt.Errorf("failed to get the envtest binaries: %w", err)
 	}
@@ -158,11 +158,11 @@ func (c *cluster) apply(path string) error {
 // the run (hollow pods exist nowhere, and must not be collected), the given pool status interval
 // and loopback listeners.
 func (c *cluster) startController(statusInterval time.Duration) error {
-	metrics, err := freeAddr()
+	metrics, err := benchproc.FreeAddr()
 	if err != nil {
 		return err
 	}
-	health, err := freeAddr()
+	health, err := benchproc.FreeAddr()
 	if err != nil {
 		return err
 	}
@@ -282,25 +282,4 @@ func (c *cluster) stop(keep bool) error {
 		errs = append(errs, os.RemoveAll(c.dir))
 	}
 	return errors.Join(errs...)
-}
-
-// freeAddr returns a loopback address with a port nothing listens on.
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	addr := l.Addr().String()
-	return addr, l.Close()
-}
-
-// output runs cmd and returns its trimmed standard output.
-func output(cmd *exec.Cmd) (string, error) {
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return "", fmt.Errorf("%s: %w\n%s", strings.Join(cmd.Args, " "), err, stderr.Bytes())
-	}
-	return strings.TrimSpace(string(out)), nil
 }
