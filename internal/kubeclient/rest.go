@@ -21,7 +21,9 @@ import (
 // unstructured objects of any kind. It maps a kind to its resource without discovery (one request
 // fewer per group, which a CLI's start pays on every run): the resource is the kind's lower-case
 // plural, except where resources says otherwise, so it serves only kinds whose resources follow
-// that rule or are listed there.
+// that rule or are listed there. Discovery is asked only after a NotFound, to tell a kind the API
+// server does not serve (meta.NoKindMatchError, as from a discovery-mapped client) from an object
+// that does not exist.
 type REST struct {
 	cfg    *rest.Config
 	http   *http.Client
@@ -30,6 +32,8 @@ type REST struct {
 
 	mu      sync.Mutex
 	clients map[schema.GroupVersion]*rest.RESTClient
+	// served are the kinds discovery showed served, after a NotFound (notServed).
+	served map[schema.GroupVersionKind]bool
 }
 
 var _ WithWatch = &REST{}
@@ -49,6 +53,7 @@ func New(cfg *rest.Config, s *runtime.Scheme) (*REST, error) {
 		cfg: rest.CopyConfig(cfg), http: hc, scheme: s,
 		codecs:  serializer.NewCodecFactory(s).WithoutConversion(),
 		clients: map[schema.GroupVersion]*rest.RESTClient{},
+		served:  map[schema.GroupVersionKind]bool{},
 	}, nil
 }
 
@@ -139,7 +144,7 @@ func (c *REST) Get(ctx context.Context, key ObjectKey, obj Object) error {
 	if err != nil {
 		return err
 	}
-	return into(t.rc.Get().NamespaceIfScoped(key.Namespace, key.Namespace != "").Resource(t.resource).Name(key.Name).Do(ctx), obj)
+	return c.notServed(ctx, t, into(t.rc.Get().NamespaceIfScoped(key.Namespace, key.Namespace != "").Resource(t.resource).Name(key.Name).Do(ctx), obj))
 }
 
 // List reads the objects opts select into list.
@@ -149,8 +154,8 @@ func (c *REST) List(ctx context.Context, list ObjectList, opts ...ListOption) er
 		return err
 	}
 	o := NewListOptions(opts)
-	return into(t.rc.Get().NamespaceIfScoped(o.Namespace, o.Namespace != "").Resource(t.resource).
-		SpecificallyVersionedParams(o.AsListOptions(), metav1.ParameterCodec, metav1.SchemeGroupVersion).Do(ctx), list)
+	return c.notServed(ctx, t, into(t.rc.Get().NamespaceIfScoped(o.Namespace, o.Namespace != "").Resource(t.resource).
+		SpecificallyVersionedParams(o.AsListOptions(), metav1.ParameterCodec, metav1.SchemeGroupVersion).Do(ctx), list))
 }
 
 // Watch watches the objects opts select, of list's kind. The request has no timeout of the
@@ -166,8 +171,9 @@ func (c *REST) Watch(ctx context.Context, list ObjectList, opts ...ListOption) (
 	o := NewListOptions(opts)
 	lo := o.AsListOptions()
 	lo.Watch = true
-	return t.rc.Get().NamespaceIfScoped(o.Namespace, o.Namespace != "").Resource(t.resource).
+	w, err := t.rc.Get().NamespaceIfScoped(o.Namespace, o.Namespace != "").Resource(t.resource).
 		SpecificallyVersionedParams(lo, metav1.ParameterCodec, metav1.SchemeGroupVersion).Watch(ctx)
+	return w, c.notServed(ctx, t, err)
 }
 
 // Create creates obj and reads back what the API server made.
@@ -181,8 +187,8 @@ func (c *REST) Create(ctx context.Context, obj Object, opts ...CreateOption) err
 		o.ApplyToCreate(co)
 	}
 	ns := obj.GetNamespace()
-	return into(t.rc.Post().NamespaceIfScoped(ns, ns != "").Resource(t.resource).
-		SpecificallyVersionedParams(co, metav1.ParameterCodec, metav1.SchemeGroupVersion).Body(obj).Do(ctx), obj)
+	return c.notServed(ctx, t, into(t.rc.Post().NamespaceIfScoped(ns, ns != "").Resource(t.resource).
+		SpecificallyVersionedParams(co, metav1.ParameterCodec, metav1.SchemeGroupVersion).Body(obj).Do(ctx), obj))
 }
 
 // Update replaces obj (conditional on its resourceVersion, when it has one).
@@ -192,7 +198,7 @@ func (c *REST) Update(ctx context.Context, obj Object) error {
 		return err
 	}
 	ns := obj.GetNamespace()
-	return into(t.rc.Put().NamespaceIfScoped(ns, ns != "").Resource(t.resource).Name(obj.GetName()).Body(obj).Do(ctx), obj)
+	return c.notServed(ctx, t, into(t.rc.Put().NamespaceIfScoped(ns, ns != "").Resource(t.resource).Name(obj.GetName()).Body(obj).Do(ctx), obj))
 }
 
 // Patch patches obj and reads back the result.
@@ -202,8 +208,8 @@ func (c *REST) Patch(ctx context.Context, obj Object, patch Patch) error {
 		return err
 	}
 	ns := obj.GetNamespace()
-	return into(t.rc.Patch(patch.Type).NamespaceIfScoped(ns, ns != "").Resource(t.resource).Name(obj.GetName()).
-		Body(patch.Data).Do(ctx), obj)
+	return c.notServed(ctx, t, into(t.rc.Patch(patch.Type).NamespaceIfScoped(ns, ns != "").Resource(t.resource).Name(obj.GetName()).
+		Body(patch.Data).Do(ctx), obj))
 }
 
 // Delete deletes obj.
@@ -217,5 +223,5 @@ func (c *REST) Delete(ctx context.Context, obj Object, opts ...DeleteOption) err
 		o.ApplyToDelete(do)
 	}
 	ns := obj.GetNamespace()
-	return t.rc.Delete().NamespaceIfScoped(ns, ns != "").Resource(t.resource).Name(obj.GetName()).Body(do).Do(ctx).Error()
+	return c.notServed(ctx, t, t.rc.Delete().NamespaceIfScoped(ns, ns != "").Resource(t.resource).Name(obj.GetName()).Body(do).Do(ctx).Error())
 }

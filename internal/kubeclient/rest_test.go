@@ -7,9 +7,11 @@ import (
 	"testing"
 	"time"
 
+	ipamclaimsv1 "github.com/k8snetworkplumbingwg/ipamclaims/pkg/crd/ipamclaims/v1alpha1"
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -196,11 +198,34 @@ func TestREST(t *testing.T) {
 		}
 		missing := &unstructured.UnstructuredList{}
 		missing.SetGroupVersionKind(schemaGVK("whereabouts.cni.cncf.io", "v1alpha1", "IPPoolList"))
-		if err := c.List(ctx, missing); !apierrors.IsNotFound(err) {
-			t.Fatalf("a List of a group the server does not serve: %v, want NotFound", err)
+		if err := c.List(ctx, missing); !meta.IsNoMatchError(err) {
+			t.Fatalf("a List of a group the server does not serve: %v, want NoKindMatchError", err)
+		}
+		odd := &unstructured.Unstructured{}
+		odd.SetGroupVersionKind(schemaGVK("ipam.netpool.io", "v1alpha1", "Nothing"))
+		if err := c.Get(ctx, kubeclient.ObjectKey{Name: "x"}, odd); !meta.IsNoMatchError(err) {
+			t.Fatalf("a Get of a kind a served group lacks: %v, want NoKindMatchError", err)
 		}
 		if _, err := c.Watch(ctx, ul); err == nil || !strings.Contains(err.Error(), "unstructured") {
 			t.Fatalf("a Watch of unstructured objects: %v, want an error", err)
+		}
+	})
+
+	t.Run("missing object or kind not served", func(t *testing.T) {
+		// The IPAMClaim CRD is not installed: the policy must not take that for a deleted claim.
+		err := c.Get(ctx, kubeclient.ObjectKey{Namespace: "default", Name: "vm"}, &ipamclaimsv1.IPAMClaim{})
+		if !meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
+			t.Fatalf("Get of an IPAMClaim without its CRD: %v, want NoKindMatchError", err)
+		}
+		for range 2 { // the second answer comes from what the first discovery learnt
+			err := c.Get(ctx, kubeclient.ObjectKey{Name: "kc-none"}, &ipamv1.IPPool{})
+			if !apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
+				t.Fatalf("Get of a missing IPPool: %v, want NotFound", err)
+			}
+		}
+		var pods corev1.PodList
+		if err := c.List(ctx, &pods, kubeclient.InNamespace("kc-none")); err != nil {
+			t.Fatalf("List in a namespace that does not exist: %v, want an empty list", err)
 		}
 	})
 
