@@ -264,7 +264,7 @@ func realAgent(ctx context.Context, c *cluster, node string) (rss, hwm int64, er
 	}
 	time.Sleep(2 * time.Second) // settled: its watches are open and idle
 	p := readProc(cmd.Process.Pid)
-	return p.rss, p.hwm, nil
+	return p.RSS, p.HWM, nil
 }
 
 // writeHeapProfile writes the bench's heap profile to path.
