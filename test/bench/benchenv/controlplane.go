@@ -16,10 +16,16 @@ import (
 	"github.com/netpool/netpool/test/bench/benchproc"
 )
 
+// nadCRD is the NetworkAttachmentDefinition CRD as Multus installs it, the file test/envtest's
+// InstallNADCRD installs (test/envtest/nad.go).
+const nadCRD = "test/envtest/testdata/nad-crd.yaml"
+
 // Options are what the benches' control planes differ in.
 type Options struct {
-	// CRDDirs are directories of CRDs installed beside crds/bases, relative to the root unless
-	// absolute.
+	// NAD installs Multus' NetworkAttachmentDefinition CRD, which the controller waits for.
+	NAD bool
+	// CRDDirs are directories (or files) of CRDs installed beside crds/bases, relative to the
+	// root unless absolute.
 	CRDDirs []string
 	// QPS and Burst are the admin client's rate limits: high, so that the client's own limiter
 	// does not set the figures a bench measures.
@@ -51,6 +57,9 @@ func Start(root string, o Options) (*ControlPlane, error) {
 		return nil, err
 	}
 	dirs := []string{filepath.Join(root, "crds", "bases")}
+	if o.NAD {
+		dirs = append(dirs, filepath.Join(root, nadCRD))
+	}
 	for _, d := range o.CRDDirs {
 		if !filepath.IsAbs(d) {
 			d = filepath.Join(root, d)

@@ -54,7 +54,7 @@ func startCluster(o options) (*cluster, error) {
 	if err := c.build(o.binDir); err != nil {
 		return c, err
 	}
-	if c.plane, err = benchenv.Start(root, benchenv.Options{CRDDirs: []string{"controller/testdata"}, QPS: 2000, Burst: 4000}); err != nil {
+	if c.plane, err = benchenv.Start(root, benchenv.Options{NAD: true, QPS: 2000, Burst: 4000}); err != nil {
 		return c, err
 	}
 	c.cfg, c.client = c.plane.Config, c.plane.Client

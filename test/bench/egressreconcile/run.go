@@ -32,7 +32,7 @@ func run(ctx context.Context, o options) (*report, error) {
 	if err != nil {
 		return nil, err
 	}
-	plane, err := benchenv.Start(root, benchenv.Options{CRDDirs: []string{"controller/testdata"}, QPS: 2000, Burst: 4000})
+	plane, err := benchenv.Start(root, benchenv.Options{NAD: true, QPS: 2000, Burst: 4000})
 	if err != nil {
 		return nil, err
 	}

@@ -74,7 +74,7 @@ func startCluster(o options) (*cluster, error) {
 		env.ControlPlane.Etcd = &crenvtest.Etcd{}
 		env.ControlPlane.Etcd.Configure().Set("quota-backend-bytes", strconv.FormatInt(8<<30, 10))
 	}
-	if c.plane, err = benchenv.Start(root, benchenv.Options{CRDDirs: []string{"controller/testdata", "test/bench/scale/testdata"},
+	if c.plane, err = benchenv.Start(root, benchenv.Options{NAD: true, CRDDirs: []string{"test/bench/scale/testdata"},
 		QPS: 5000, Burst: 10000, Configure: sized}); err != nil {
 		return c, err
 	}
