@@ -90,9 +90,12 @@ func ceiling(ctx context.Context, c *cluster, o options, rep *report) error {
 	var fails atomic.Int64
 	start := time.Now()
 	fanout.Each(o.ceiling, o.concurrency, func(i int) {
+		// The API server admits a reservation only under its address's name: one address each,
+		// counted up from 198.18.0.0 (the benchmarking range).
+		a := netip.AddrFrom4([4]byte{198, 18 + byte(i>>16), byte(i >> 8), byte(i)})
 		r := &ipamv1.OverlappingRangeIPReservation{
-			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("ceiling.%d", i)},
-			Spec: ipamv1.OverlappingRangeIPReservationSpec{Address: "192.0.2.1", Pool: "ceiling",
+			ObjectMeta: metav1.ObjectMeta{Name: ipamv1.ReservationName("ceiling", a)},
+			Spec: ipamv1.OverlappingRangeIPReservationSpec{Address: a.String(), Pool: "ceiling",
 				ContainerID: fmt.Sprintf("c%d", i), IfName: "net1", Node: "ceiling"},
 		}
 		if err := c.client.Create(ctx, r); err != nil {
