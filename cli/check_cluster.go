@@ -9,11 +9,11 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/netpool/netpool/cli/migrate"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
 	"github.com/netpool/netpool/internal/ippool"
+	"github.com/netpool/netpool/internal/kubeclient"
 )
 
 // The kinds of finding `netpoolctl check` reports in a cluster (docs/cli-output.md).
@@ -55,7 +55,7 @@ const (
 
 // clusterChecker checks the pools, reservations and slices of a cluster.
 type clusterChecker struct {
-	client client.Reader
+	client kubeclient.Reader
 	// network and oneNetwork limit the check to the pools of one network name.
 	network    string
 	oneNetwork bool
@@ -77,7 +77,7 @@ func (c *clusterChecker) run(ctx context.Context) (checkReport, error) {
 	var nodes corev1.NodeList
 	for _, l := range []struct {
 		what string
-		list client.ObjectList
+		list kubeclient.ObjectList
 	}{{"IPPools", &pools}, {"reservations", &reservations}, {"IPPoolSlices", &poolSlices}, {"Nodes", &nodes}} {
 		if err := c.client.List(ctx, l.list); err != nil {
 			return checkReport{}, fmt.Errorf("failed to list the %s: %w", l.what, err)

@@ -16,6 +16,7 @@ import (
 	"github.com/netpool/netpool/allocator"
 	"github.com/netpool/netpool/allocator/boltstore"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
+	"github.com/netpool/netpool/internal/kubeclient/crclient"
 	"github.com/netpool/netpool/internal/scheme"
 	"github.com/netpool/netpool/ipam"
 
@@ -159,7 +160,7 @@ func TestCheckReportsAPoolThatDoesNotParse(t *testing.T) {
 		t.Fatal(err)
 	}
 	bad := &ipamv1.IPPool{ObjectMeta: metav1.ObjectMeta{Name: "broken"}, Spec: ipamv1.IPPoolSpec{Range: "10.0.0.0/33"}}
-	c := clusterChecker{client: fake.NewClientBuilder().WithScheme(s).WithObjects(bad).Build()}
+	c := clusterChecker{client: crclient.Reader(fake.NewClientBuilder().WithScheme(s).WithObjects(bad).Build())}
 	report, err := c.run(context.Background())
 	if err != nil {
 		t.Fatal(err)

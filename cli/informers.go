@@ -10,15 +10,15 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/netpool/netpool/cli/inventory"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
+	"github.com/netpool/netpool/internal/kubeclient"
 	"github.com/netpool/netpool/internal/scheme"
 )
 
 // watchClient is a client of the cluster that can watch, for the informers of --watch.
-func (o *options) watchClient() (client.WithWatch, error) {
+func (o *options) watchClient() (kubeclient.WithWatch, error) {
 	cfg, err := o.restConfig()
 	if err != nil {
 		return nil, err
@@ -29,16 +29,16 @@ func (o *options) watchClient() (client.WithWatch, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := client.NewWithWatch(cfg, client.Options{Scheme: sch})
+	c, err := kubeclient.New(cfg, sch)
 	if err != nil {
-		return nil, fmt.Errorf("failed to create a client of %s: %w", cfg.Host, err)
+		return nil, err
 	}
 	return c, nil
 }
 
 // informed is one kind an informer keeps: its list type and the API server's selection of it.
 type informed struct {
-	list     func() client.ObjectList
+	list     func() kubeclient.ObjectList
 	object   runtime.Object
 	selector fields.Selector
 }
@@ -47,16 +47,16 @@ type informed struct {
 // selected by the API server) and, if scope asks, of the IPPoolSlices; it returns a source that
 // reads their stores, and a channel that receives when any of them changes. They stop with ctx.
 // An informer that has not listed within timeout is an error.
-func startInformers(ctx context.Context, c client.WithWatch, scope watchScope, timeout time.Duration) (inventory.Source, <-chan struct{}, error) {
+func startInformers(ctx context.Context, c kubeclient.WithWatch, scope watchScope, timeout time.Duration) (inventory.Source, <-chan struct{}, error) {
 	kinds := []informed{
-		{list: func() client.ObjectList { return &ipamv1.IPPoolList{} }, object: &ipamv1.IPPool{}, selector: fields.Everything()},
-		{list: func() client.ObjectList { return &ipamv1.OverlappingRangeIPReservationList{} }, object: &ipamv1.OverlappingRangeIPReservation{}, selector: fields.Everything()},
+		{list: func() kubeclient.ObjectList { return &ipamv1.IPPoolList{} }, object: &ipamv1.IPPool{}, selector: fields.Everything()},
+		{list: func() kubeclient.ObjectList { return &ipamv1.OverlappingRangeIPReservationList{} }, object: &ipamv1.OverlappingRangeIPReservation{}, selector: fields.Everything()},
 	}
 	if scope.pool != "" {
 		kinds[1].selector = fields.OneTermEqualSelector("spec.pool", scope.pool)
 	}
 	if scope.slices {
-		kinds = append(kinds, informed{list: func() client.ObjectList { return &ipamv1.IPPoolSliceList{} }, object: &ipamv1.IPPoolSlice{}, selector: fields.Everything()})
+		kinds = append(kinds, informed{list: func() kubeclient.ObjectList { return &ipamv1.IPPoolSliceList{} }, object: &ipamv1.IPPoolSlice{}, selector: fields.Everything()})
 	}
 	changed := make(chan struct{}, 1)
 	notify := func() {
@@ -77,12 +77,12 @@ func startInformers(ctx context.Context, c client.WithWatch, scope watchScope, t
 			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 				o.FieldSelector = k.selector.String()
 				list := k.list()
-				err := c.List(ctx, list, &client.ListOptions{Raw: &o})
+				err := c.List(ctx, list, &kubeclient.ListOptions{Raw: &o})
 				return list, err
 			},
 			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 				o.FieldSelector = k.selector.String()
-				return c.Watch(ctx, k.list(), &client.ListOptions{Raw: &o})
+				return c.Watch(ctx, k.list(), &kubeclient.ListOptions{Raw: &o})
 			},
 		}
 		store, ctrl := cache.NewInformerWithOptions(cache.InformerOptions{ListerWatcher: lw, ObjectType: k.object, Handler: handler})
@@ -110,11 +110,11 @@ func startInformers(ctx context.Context, c client.WithWatch, scope watchScope, t
 // storeClient answers the lists of the kinds its informers keep from their stores, whole (no
 // pages), and everything else from the cluster.
 type storeClient struct {
-	client.Client
+	kubeclient.Client
 	stores map[string]cache.Store
 }
 
-func (s *storeClient) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+func (s *storeClient) List(ctx context.Context, list kubeclient.ObjectList, opts ...kubeclient.ListOption) error {
 	store, ok := s.stores[fmt.Sprintf("%T", list)]
 	if !ok {
 		return s.Client.List(ctx, list, opts...)

@@ -13,10 +13,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
 	"github.com/netpool/netpool/internal/gcpolicy"
+	"github.com/netpool/netpool/internal/kubeclient"
 )
 
 // leakReport is the json and yaml schema of `netpoolctl leaks` (docs/cli-output.md).
@@ -147,7 +147,7 @@ Examples:
 
 // findLeaks judges every reservation (of pods in namespace, when set) by the GC policy as of
 // now; unjudgeable is told of each reservation kept only because its pod's facts say nothing.
-func findLeaks(ctx context.Context, c client.Reader, namespace string, now time.Time, grace time.Duration,
+func findLeaks(ctx context.Context, c kubeclient.Reader, namespace string, now time.Time, grace time.Duration,
 	unjudgeable func(*ipamv1.OverlappingRangeIPReservation, gcpolicy.Verdict)) ([]leak, error) {
 	if ctx == nil {
 		ctx = context.Background()
@@ -229,7 +229,7 @@ func leakTable(leaks []leak, now time.Time) *table {
 }
 
 // listNodeNames is the names of the cluster's Nodes.
-func listNodeNames(ctx context.Context, c client.Reader) (map[string]bool, error) {
+func listNodeNames(ctx context.Context, c kubeclient.Reader) (map[string]bool, error) {
 	var list corev1.NodeList
 	if err := c.List(ctx, &list); err != nil {
 		return nil, fmt.Errorf("failed to list the nodes: %w", err)
@@ -246,12 +246,12 @@ func listNodeNames(ctx context.Context, c client.Reader) (map[string]bool, error
 // such as an IPAMClaim) it reads from the cluster.
 type podSnapshot struct {
 	pods map[types.NamespacedName]*corev1.Pod
-	live client.Reader
+	live kubeclient.Reader
 }
 
-func listPods(ctx context.Context, c client.Reader, namespace string) (podSnapshot, error) {
+func listPods(ctx context.Context, c kubeclient.Reader, namespace string) (podSnapshot, error) {
 	var list corev1.PodList
-	if err := c.List(ctx, &list, client.InNamespace(namespace)); err != nil {
+	if err := c.List(ctx, &list, kubeclient.InNamespace(namespace)); err != nil {
 		return podSnapshot{}, fmt.Errorf("failed to list the pods: %w", err)
 	}
 	s := podSnapshot{pods: make(map[types.NamespacedName]*corev1.Pod, len(list.Items)), live: c}
@@ -262,10 +262,10 @@ func listPods(ctx context.Context, c client.Reader, namespace string) (podSnapsh
 	return s, nil
 }
 
-func (s podSnapshot) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+func (s podSnapshot) Get(ctx context.Context, key kubeclient.ObjectKey, obj kubeclient.Object) error {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
-		return s.live.Get(ctx, key, obj, opts...)
+		return s.live.Get(ctx, key, obj)
 	}
 	p, found := s.pods[key]
 	if !found {
@@ -277,7 +277,7 @@ func (s podSnapshot) Get(ctx context.Context, key client.ObjectKey, obj client.O
 
 // List answers from the cluster, except for pods: the policy lists a persistent owner's
 // reservations, never pods.
-func (s podSnapshot) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+func (s podSnapshot) List(ctx context.Context, list kubeclient.ObjectList, opts ...kubeclient.ListOption) error {
 	if _, ok := list.(*corev1.PodList); ok {
 		return errors.New("the pod snapshot answers Get only")
 	}

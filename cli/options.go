@@ -9,8 +9,8 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/netpool/netpool/internal/kubeclient"
 	"github.com/netpool/netpool/internal/scheme"
 )
 
@@ -129,7 +129,7 @@ func (o *options) restConfig() (*rest.Config, error) {
 
 // kubeClient is an uncached client of the cluster that knows netpool's kinds, Pods, Nodes and
 // NADs. It reads live: a CLI's answer must not come from a cache that lags.
-func (o *options) kubeClient() (client.Client, error) {
+func (o *options) kubeClient() (kubeclient.Client, error) {
 	cfg, err := o.restConfig()
 	if err != nil {
 		return nil, err
@@ -138,9 +138,9 @@ func (o *options) kubeClient() (client.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := client.New(cfg, client.Options{Scheme: s})
+	c, err := kubeclient.New(cfg, s)
 	if err != nil {
-		return nil, fmt.Errorf("failed to create a client of %s: %w", cfg.Host, err)
+		return nil, err
 	}
 	return c, nil
 }

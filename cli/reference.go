@@ -14,6 +14,9 @@ func WriteReference(w io.Writer, root *cobra.Command) error {
 	if _, err := fmt.Fprintf(w, "# netpoolctl command reference\n\nGenerated from the commands by `go test ./cli -update`; a test fails when it is stale.\n"); err != nil {
 		return err
 	}
+	if err := writeCalicoctlTable(w); err != nil {
+		return err
+	}
 	return writeCommand(w, root)
 }
 

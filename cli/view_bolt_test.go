@@ -62,6 +62,7 @@ func TestBoltViewsGolden(t *testing.T) {
 		{"whois-excluded", "whois 10.77.0.9"},
 		{"whois-gateway", "whois 10.77.0.1"},
 		{"whois-window", "whois 192.168.77.2"},
+		{"pod", "pod shop/web-0"},
 	} {
 		for _, f := range goldenFormats {
 			t.Run(tc.name+"/"+f, func(t *testing.T) {

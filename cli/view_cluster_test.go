@@ -150,6 +150,7 @@ func TestClusterViews(t *testing.T) {
 			{"whois-excluded", "whois 10.78.0.9"},
 			{"whois-gateway", "whois 10.78.0.1"},
 			{"whois-held-v6", "whois fd00:78::2"},
+			{"pod", "pod " + ctlNS + "/web-0"},
 		} {
 			for _, format := range goldenFormats {
 				t.Run(tc.name+"/"+format, func(t *testing.T) {

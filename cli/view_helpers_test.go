@@ -6,6 +6,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"k8s.io/client-go/rest"
+
+	"github.com/netpool/netpool/internal/kubeclient"
+	"github.com/netpool/netpool/internal/scheme"
 )
 
 // viewClock is the clock of the view commands' golden tests: the objects and allocations they
@@ -35,3 +40,17 @@ func normaliseGolden(s string, replace ...string) string {
 
 // goldenFormats are the -o values every view command has a golden file of.
 var goldenFormats = []string{"table", "wide", "json", "yaml"}
+
+// newREST is netpoolctl's own client of the API server of cfg (the one source.go makes).
+func newREST(t *testing.T, cfg *rest.Config) *kubeclient.REST {
+	t.Helper()
+	s, err := scheme.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := kubeclient.New(cfg, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}

@@ -32,7 +32,7 @@ func TestClusterReleaseSparesAClaimMadeAnew(t *testing.T) {
 	f := newClusterFixture(t)
 	ctx := context.Background()
 	// One reservation per List request: the pages are followed to the end.
-	src := &inventory.Cluster{Client: f.c, Now: viewClock, Grace: time.Minute, PageSize: 1}
+	src := &inventory.Cluster{Client: newREST(t, f.env.Config), Now: viewClock, Grace: time.Minute, PageSize: 1}
 	as, err := src.Allocations(ctx, ctlPoolA)
 	if err != nil {
 		t.Fatal(err)

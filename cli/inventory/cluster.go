@@ -8,16 +8,16 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
 	"github.com/netpool/netpool/internal/gcpolicy"
 	"github.com/netpool/netpool/internal/ippool"
+	"github.com/netpool/netpool/internal/kubeclient"
 )
 
 // Cluster reads a cluster's IPPools, reservations and slices, live from the API server.
 type Cluster struct {
-	Client client.Client
+	Client kubeclient.Client
 	// Now and Grace are what the controller's GC policy judges an owner with (gcpolicy.Judge).
 	Now   func() time.Time
 	Grace time.Duration
@@ -40,7 +40,7 @@ func (c *Cluster) Close() error { return nil }
 // per address, and pages keep each response (and the API server's work for it) bounded.
 const defaultPageSize = 500
 
-func (c *Cluster) reservations(ctx context.Context, opts ...client.ListOption) ([]ipamv1.OverlappingRangeIPReservation, error) {
+func (c *Cluster) reservations(ctx context.Context, opts ...kubeclient.ListOption) ([]ipamv1.OverlappingRangeIPReservation, error) {
 	page := c.PageSize
 	if page <= 0 {
 		page = defaultPageSize
@@ -49,7 +49,7 @@ func (c *Cluster) reservations(ctx context.Context, opts ...client.ListOption) (
 	cont := ""
 	for {
 		var list ipamv1.OverlappingRangeIPReservationList
-		if err := c.Client.List(ctx, &list, append([]client.ListOption{client.Limit(page), client.Continue(cont)}, opts...)...); err != nil {
+		if err := c.Client.List(ctx, &list, append([]kubeclient.ListOption{kubeclient.Limit(page), kubeclient.Continue(cont)}, opts...)...); err != nil {
 			return nil, fmt.Errorf("failed to list OverlappingRangeIPReservations: %w", err)
 		}
 		out = append(out, list.Items...)
@@ -84,7 +84,7 @@ func (c *Cluster) Pools(ctx context.Context) ([]Pool, error) {
 				used[p.Name] = *p.Status.Allocated
 				continue
 			}
-			rs, err := c.reservations(ctx, client.MatchingFields{PoolField: p.Name})
+			rs, err := c.reservations(ctx, kubeclient.MatchingFields{PoolField: p.Name})
 			if err != nil {
 				return nil, err
 			}
@@ -124,7 +124,7 @@ func (c *Cluster) Pools(ctx context.Context) ([]Pool, error) {
 // PodAllocations lists the pod's reservations, which the API server selects on spec.podRef.
 func (c *Cluster) PodAllocations(ctx context.Context, namespace, name string) ([]Allocation, error) {
 	var list ipamv1.OverlappingRangeIPReservationList
-	if err := c.Client.List(ctx, &list, client.MatchingFields{PodRefField: namespace + "/" + name}); err != nil {
+	if err := c.Client.List(ctx, &list, kubeclient.MatchingFields{PodRefField: namespace + "/" + name}); err != nil {
 		return nil, fmt.Errorf("failed to list the reservations of pod %s/%s: %w", namespace, name, err)
 	}
 	return c.allocationsOf(list.Items, ""), nil
@@ -140,9 +140,9 @@ const (
 // Allocations lists the reservations of pool (every pool for ""); the API server selects a
 // pool's on spec.pool.
 func (c *Cluster) Allocations(ctx context.Context, pool string) ([]Allocation, error) {
-	var opts []client.ListOption
+	var opts []kubeclient.ListOption
 	if pool != "" {
-		opts = append(opts, client.MatchingFields{PoolField: pool})
+		opts = append(opts, kubeclient.MatchingFields{PoolField: pool})
 	}
 	rs, err := c.reservations(ctx, opts...)
 	if err != nil {

@@ -11,11 +11,11 @@ import (
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/netpool/netpool/allocator"
 	"github.com/netpool/netpool/internal/gcpolicy"
 	"github.com/netpool/netpool/internal/ippool"
+	"github.com/netpool/netpool/internal/kubeclient"
 	"github.com/netpool/netpool/internal/reservation"
 	"github.com/netpool/netpool/ipam"
 )
@@ -115,7 +115,7 @@ func (pp *poolPlan) networkOf(pod *corev1.Pod, ifName string) (string, string) {
 
 // podCache reads each pod once.
 type podCache struct {
-	c    client.Reader
+	c    kubeclient.Reader
 	pods map[string]*corev1.Pod
 }
 
@@ -126,7 +126,7 @@ func (pc *podCache) get(ctx context.Context, ref ipam.PodRef) (*corev1.Pod, erro
 		return pod, nil
 	}
 	pod := &corev1.Pod{}
-	err := pc.c.Get(ctx, client.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, pod)
+	err := pc.c.Get(ctx, kubeclient.ObjectKey{Namespace: ref.Namespace, Name: ref.Name}, pod)
 	switch {
 	case apierrors.IsNotFound(err):
 		pod = nil

@@ -9,7 +9,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/netpool/netpool/internal/kubeclient"
 )
 
 // The lock that stops whereabouts from allocating from a pool, which whereabouts honours by its
@@ -49,12 +50,12 @@ var wbPoolKind = wbPoolList.GroupVersion().WithKind("IPPool")
 
 // lockPool locks the whereabouts IPPool namespace/name of subnet, creating it locked when it does
 // not exist. It reports whether this call locked it (false: it was locked already).
-func lockPool(ctx context.Context, c client.Client, namespace, name string, subnet netip.Prefix) (bool, error) {
+func lockPool(ctx context.Context, c kubeclient.Client, namespace, name string, subnet netip.Prefix) (bool, error) {
 	locked := lockedRangePrefix + subnet.String()
 	for range lockRetries {
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(wbPoolKind)
-		err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, u)
+		err := c.Get(ctx, kubeclient.ObjectKey{Namespace: namespace, Name: name}, u)
 		if apierrors.IsNotFound(err) {
 			u = &unstructured.Unstructured{Object: map[string]any{
 				"spec": map[string]any{"range": locked, "allocations": map[string]any{}},
@@ -100,11 +101,11 @@ func lockPool(ctx context.Context, c client.Client, namespace, name string, subn
 
 // unlockPool gives a pool lockPool locked its range back, so whereabouts allocates from it again:
 // only for a switch that stops before any NAD is switched.
-func unlockPool(ctx context.Context, c client.Client, namespace, name string, subnet netip.Prefix) error {
+func unlockPool(ctx context.Context, c kubeclient.Client, namespace, name string, subnet netip.Prefix) error {
 	for range lockRetries {
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(wbPoolKind)
-		if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, u); err != nil {
+		if err := c.Get(ctx, kubeclient.ObjectKey{Namespace: namespace, Name: name}, u); err != nil {
 			return fmt.Errorf("failed to read whereabouts IPPool %s/%s: %w", namespace, name, err)
 		}
 		have, _, _ := unstructured.NestedString(u.Object, "spec", "range")
@@ -126,7 +127,7 @@ func unlockPool(ctx context.Context, c client.Client, namespace, name string, su
 // patchRange replaces spec.range of u, from have to want, by a JSON patch that tests u's
 // resourceVersion and range first (the same guard whereabouts' own writes use), and sets or
 // removes the lock annotation.
-func patchRange(ctx context.Context, c client.Client, u *unstructured.Unstructured, have, want string, lock bool) error {
+func patchRange(ctx context.Context, c kubeclient.Client, u *unstructured.Unstructured, have, want string, lock bool) error {
 	ops := []map[string]any{
 		{"op": "test", "path": "/metadata/resourceVersion", "value": u.GetResourceVersion()},
 		{"op": "test", "path": "/spec/range", "value": have},
@@ -145,7 +146,7 @@ func patchRange(ctx context.Context, c client.Client, u *unstructured.Unstructur
 	if err != nil {
 		return err
 	}
-	return c.Patch(ctx, u, client.RawPatch(types.JSONPatchType, data))
+	return c.Patch(ctx, u, kubeclient.RawPatch(types.JSONPatchType, data))
 }
 
 // isTestFailed reports whether a JSON patch failed on one of its tests: the API server answers

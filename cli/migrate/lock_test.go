@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/netpool/netpool/internal/kubeclient/crclient"
 )
 
 func wbPoolObject(ns, name, rng string) *unstructured.Unstructured {
@@ -37,7 +39,7 @@ func TestLockAndUnlock(t *testing.T) {
 		}
 		return u
 	}
-	if did, err := lockPool(ctx, c, "kube-system", "n-10.0.0.0-24", subnet); err != nil || !did {
+	if did, err := lockPool(ctx, crclient.Client(c), "kube-system", "n-10.0.0.0-24", subnet); err != nil || !did {
 		t.Fatalf("lock: %t, %v", did, err)
 	}
 	u := get("n-10.0.0.0-24")
@@ -47,23 +49,23 @@ func TestLockAndUnlock(t *testing.T) {
 	if a, _, _ := unstructured.NestedMap(u.Object, "spec", "allocations"); len(a) != 1 {
 		t.Errorf("the lock changed the allocations: %v", a)
 	}
-	if did, err := lockPool(ctx, c, "kube-system", "n-10.0.0.0-24", subnet); err != nil || did {
+	if did, err := lockPool(ctx, crclient.Client(c), "kube-system", "n-10.0.0.0-24", subnet); err != nil || did {
 		t.Errorf("a second lock: %t, %v; want nothing done", did, err)
 	}
-	if err := unlockPool(ctx, c, "kube-system", "n-10.0.0.0-24", subnet); err != nil {
+	if err := unlockPool(ctx, crclient.Client(c), "kube-system", "n-10.0.0.0-24", subnet); err != nil {
 		t.Fatal(err)
 	}
 	u = get("n-10.0.0.0-24")
 	if rng, _, _ := unstructured.NestedString(u.Object, "spec", "range"); rng != "10.0.0.0/24" || u.GetAnnotations()[lockAnnotation] != "" {
 		t.Errorf("unlocked pool: range %q, annotations %v", rng, u.GetAnnotations())
 	}
-	if did, err := lockPool(ctx, c, "kube-system", "new-10.0.0.0-24", subnet); err != nil || !did {
+	if did, err := lockPool(ctx, crclient.Client(c), "kube-system", "new-10.0.0.0-24", subnet); err != nil || !did {
 		t.Fatalf("lock of a missing pool: %t, %v", did, err)
 	}
 	if rng, _, _ := unstructured.NestedString(get("new-10.0.0.0-24").Object, "spec", "range"); rng != lockedRangePrefix+"10.0.0.0/24" {
 		t.Errorf("created pool has range %q", rng)
 	}
-	if _, err := lockPool(ctx, c, "kube-system", "other-10.0.0.0-24", subnet); err == nil || !strings.Contains(err.Error(), `has range "10.9.0.0/24", not 10.0.0.0/24: not locked`) {
+	if _, err := lockPool(ctx, crclient.Client(c), "kube-system", "other-10.0.0.0-24", subnet); err == nil || !strings.Contains(err.Error(), `has range "10.9.0.0/24", not 10.0.0.0/24: not locked`) {
 		t.Errorf("lock of a pool of another range: %v", err)
 	}
 }

@@ -11,11 +11,11 @@ import (
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/netpool/netpool/allocator"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
 	"github.com/netpool/netpool/internal/ippool"
+	"github.com/netpool/netpool/internal/kubeclient"
 	"github.com/netpool/netpool/ipam"
 )
 
@@ -82,7 +82,7 @@ func (p *plan) configOf(nad int) *ipam.Config { return p.configs[nad] }
 
 // newPlan works out, from what the cluster holds, which netpool pools and reservations the
 // whereabouts allocations become. It reads the netpool pools and the pods; it writes nothing.
-func newPlan(ctx context.Context, c client.Reader, s *state, scoped bool, dirs AgentDirs) (*plan, error) {
+func newPlan(ctx context.Context, c kubeclient.Reader, s *state, scoped bool, dirs AgentDirs) (*plan, error) {
 	p := &plan{report: &Report{NADs: []NAD{}, Pools: []Pool{}, Allocations: []Allocation{}, Findings: []Finding{}, Discrepancies: []Discrepancy{}},
 		resByName: map[string]*resPlan{}, dirs: dirs, scoped: scoped}
 	byName := map[string]*poolPlan{}
@@ -251,7 +251,7 @@ func looksWhereabouts(config string) bool {
 }
 
 // resolvePool finds the whereabouts IPPool of pp and what netpool already holds under its name.
-func (p *plan) resolvePool(ctx context.Context, c client.Reader, pp *poolPlan, wbByName map[string][]*wbPool, unreadable []unreadablePool) error {
+func (p *plan) resolvePool(ctx context.Context, c kubeclient.Reader, pp *poolPlan, wbByName map[string][]*wbPool, unreadable []unreadablePool) error {
 	e := Pool{Name: pp.want.Name, Range: pp.want.Spec.Range, NetworkName: pp.want.Spec.NetworkName}
 	wbName := wbPoolName(pp.cfg.NetworkName, pp.rng.Subnet)
 	for _, u := range unreadable {
@@ -278,7 +278,7 @@ func (p *plan) resolvePool(ctx context.Context, c client.Reader, pp *poolPlan, w
 	}
 	if !pp.blocked {
 		have := &ipamv1.IPPool{}
-		err := c.Get(ctx, client.ObjectKey{Name: pp.want.Name}, have)
+		err := c.Get(ctx, kubeclient.ObjectKey{Name: pp.want.Name}, have)
 		switch {
 		case apierrors.IsNotFound(err):
 			e.Action, pp.overlap = ActionCreate, ippool.Overlapping(pp.want)

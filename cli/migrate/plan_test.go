@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
+	"github.com/netpool/netpool/internal/kubeclient/crclient"
 	"github.com/netpool/netpool/internal/scheme"
 )
 
@@ -41,7 +42,7 @@ func scopedPlanOf(t *testing.T, s *state, scoped bool, objs ...client.Object) *R
 		t.Fatal(err)
 	}
 	c := fake.NewClientBuilder().WithScheme(kinds).WithObjects(objs...).Build()
-	p, err := newPlan(context.Background(), c, s, scoped, DefaultAgentDirs())
+	p, err := newPlan(context.Background(), crclient.Reader(c), s, scoped, DefaultAgentDirs())
 	if err != nil {
 		t.Fatal(err)
 	}

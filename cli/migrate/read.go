@@ -11,7 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/netpool/netpool/internal/kubeclient"
 )
 
 // ErrWhereaboutsNotInstalled is returned when the API server does not serve whereabouts' kinds.
@@ -35,10 +36,10 @@ type unreadablePool struct {
 	namespace, name, reason string
 }
 
-func read(ctx context.Context, c client.Reader, namespace string) (*state, error) {
+func read(ctx context.Context, c kubeclient.Reader, namespace string) (*state, error) {
 	s := &state{}
 	nads := &nadv1.NetworkAttachmentDefinitionList{}
-	if err := c.List(ctx, nads, client.InNamespace(namespace)); err != nil {
+	if err := c.List(ctx, nads, kubeclient.InNamespace(namespace)); err != nil {
 		return nil, fmt.Errorf("failed to list NetworkAttachmentDefinitions: %w", err)
 	}
 	s.nads = nads.Items
@@ -65,12 +66,12 @@ func read(ctx context.Context, c client.Reader, namespace string) (*state, error
 }
 
 // listEach lists every object of a whereabouts kind, page by page, and hands each one's JSON to fn.
-func listEach(ctx context.Context, c client.Reader, gvk schema.GroupVersionKind, fn func(data []byte, ns, name string)) error {
+func listEach(ctx context.Context, c kubeclient.Reader, gvk schema.GroupVersionKind, fn func(data []byte, ns, name string)) error {
 	cont := ""
 	for {
 		l := &unstructured.UnstructuredList{}
 		l.SetGroupVersionKind(gvk)
-		err := c.List(ctx, l, client.Limit(listPageSize), client.Continue(cont))
+		err := c.List(ctx, l, kubeclient.Limit(listPageSize), kubeclient.Continue(cont))
 		if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
 			return fmt.Errorf("%w: the API server does not serve %s.%s (%v)", ErrWhereaboutsNotInstalled, gvk.Kind[:len(gvk.Kind)-len("List")], gvk.Group, err)
 		}

@@ -6,10 +6,10 @@ import (
 	"io"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
 	"github.com/netpool/netpool/internal/ippool"
+	"github.com/netpool/netpool/internal/kubeclient"
 	"github.com/netpool/netpool/internal/reservation"
 )
 
@@ -42,7 +42,7 @@ type Options struct {
 // objects are created for real: pools first, so no reservation ever names a missing pool. Nothing
 // existing is ever changed or deleted (but for SwitchNADs' lock and switch), so a second run
 // changes nothing.
-func Run(ctx context.Context, c client.Client, o Options) (*Report, error) {
+func Run(ctx context.Context, c kubeclient.Client, o Options) (*Report, error) {
 	if o.SwitchNADs {
 		o.Apply = true
 	}
@@ -80,7 +80,7 @@ func Run(ctx context.Context, c client.Client, o Options) (*Report, error) {
 }
 
 // planRun reads the cluster, plans, and checks the plan with a server-side dry run of each write.
-func planRun(ctx context.Context, c client.Client, o Options, pr progress) (*plan, error) {
+func planRun(ctx context.Context, c kubeclient.Client, o Options, pr progress) (*plan, error) {
 	s, err := read(ctx, c, o.Namespace)
 	if err != nil {
 		return nil, err
@@ -102,7 +102,7 @@ func planRun(ctx context.Context, c client.Client, o Options, pr progress) (*pla
 }
 
 // verify fills Report.Discrepancies: Verify's, of the run's pools when it is limited to a namespace.
-func (p *plan) verify(ctx context.Context, c client.Reader) error {
+func (p *plan) verify(ctx context.Context, c kubeclient.Reader) error {
 	v, err := Verify(ctx, c)
 	if err != nil {
 		return fmt.Errorf("verify: %w", err)
@@ -121,10 +121,10 @@ func (p *plan) verify(ctx context.Context, c client.Reader) error {
 }
 
 // write creates what the plan holds as ActionCreate: with dry set, as a server-side dry run.
-func (p *plan) write(ctx context.Context, c client.Client, dry bool) error {
-	var opts []client.CreateOption
+func (p *plan) write(ctx context.Context, c kubeclient.Client, dry bool) error {
+	var opts []kubeclient.CreateOption
 	if dry {
-		opts = append(opts, client.DryRunAll)
+		opts = append(opts, kubeclient.DryRunAll)
 	}
 	done := ActionCreated
 	if dry {
@@ -142,7 +142,7 @@ func (p *plan) write(ctx context.Context, c client.Client, dry bool) error {
 		case apierrors.IsAlreadyExists(err):
 			// Created since the plan was made (by the agent's first ADD, say): judge it again.
 			have := &ipamv1.IPPool{}
-			if gerr := c.Get(ctx, client.ObjectKey{Name: pp.want.Name}, have); gerr != nil {
+			if gerr := c.Get(ctx, kubeclient.ObjectKey{Name: pp.want.Name}, have); gerr != nil {
 				return fmt.Errorf("failed to read IPPool %s: %w", pp.want.Name, gerr)
 			}
 			e.Action = ActionUnchanged
@@ -185,7 +185,7 @@ func (p *plan) write(ctx context.Context, c client.Client, dry bool) error {
 			e.Action = done
 		case apierrors.IsAlreadyExists(err):
 			have := &ipamv1.OverlappingRangeIPReservation{}
-			if gerr := c.Get(ctx, client.ObjectKey{Name: r.want.Name}, have); gerr != nil {
+			if gerr := c.Get(ctx, kubeclient.ObjectKey{Name: r.want.Name}, have); gerr != nil {
 				return fmt.Errorf("failed to read reservation %s: %w", r.want.Name, gerr)
 			}
 			if reservation.OwnedBy(have, r.want.Spec.Node, r.want.Spec.Pool, r.owner) {

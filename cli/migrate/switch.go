@@ -13,8 +13,8 @@ import (
 
 	nadv1 "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/apis/k8s.cni.cncf.io/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/netpool/netpool/internal/kubeclient"
 	"github.com/netpool/netpool/ipam"
 )
 
@@ -44,7 +44,7 @@ type switchTarget struct {
 }
 
 // switchNADs runs steps 2-4 on p, the plan of step 1, and returns the plan of step 3.
-func switchNADs(ctx context.Context, c client.Client, o Options, p *plan) (*plan, error) {
+func switchNADs(ctx context.Context, c kubeclient.Client, o Options, p *plan) (*plan, error) {
 	targets, err := p.lockTargets(o.WhereaboutsNamespace)
 	if err != nil {
 		return p, err
@@ -129,7 +129,7 @@ func (p *plan) lockTargets(namespace string) ([]switchTarget, error) {
 // checkShared refuses a switch limited to one namespace whose whereabouts pools NADs of another
 // namespace use: locking them would fail those NADs' ADDs, and switching only some NADs of a pool
 // leaves the others allocating from it.
-func checkShared(ctx context.Context, c client.Reader, namespace string, targets []switchTarget) error {
+func checkShared(ctx context.Context, c kubeclient.Reader, namespace string, targets []switchTarget) error {
 	locked := map[string]bool{}
 	for _, t := range targets {
 		locked[t.name] = true
@@ -164,7 +164,7 @@ func checkShared(ctx context.Context, c client.Reader, namespace string, targets
 }
 
 // switchEach switches the NADs of the report that still say whereabouts, one update each.
-func (p *plan) switchEach(ctx context.Context, c client.Client) error {
+func (p *plan) switchEach(ctx context.Context, c kubeclient.Client) error {
 	paths := map[string][]string{} // namespace/name -> section paths
 	var order []string
 	for _, n := range p.report.NADs {

@@ -9,12 +9,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/netpool/netpool/allocator"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
 	"github.com/netpool/netpool/internal/gcpolicy"
 	"github.com/netpool/netpool/internal/ippool"
+	"github.com/netpool/netpool/internal/kubeclient"
 	"github.com/netpool/netpool/internal/reservation"
 )
 
@@ -70,7 +70,7 @@ type wbHolding struct {
 // reservation at once (its pod is gone, finished or no longer lists the address): a whereabouts
 // leak holds nothing. Verify writes nothing. It fails with a "whereabouts is not installed" error
 // when the API server does not serve whereabouts' kinds.
-func Verify(ctx context.Context, c client.Reader) (*Verification, error) {
+func Verify(ctx context.Context, c kubeclient.Reader) (*Verification, error) {
 	var holdings []wbHolding
 	var pools []*wbPool
 	err := listEach(ctx, c, wbPoolList, func(data []byte, _, _ string) {
@@ -149,7 +149,7 @@ type poolOf struct {
 }
 
 type verifier struct {
-	c     client.Reader
+	c     kubeclient.Reader
 	pods  podCache
 	pools []poolOf
 	res   map[string]*ipamv1.OverlappingRangeIPReservation

@@ -5,9 +5,9 @@ import (
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
+	"github.com/netpool/netpool/internal/kubeclient"
 )
 
 // Delete releases r by a delete conditional on its UID and, when r carries one, its
@@ -16,8 +16,8 @@ import (
 // owned address meanwhile). It reports whether this call released r: false, without error, when r
 // was gone already (a DEL came, or another release), its name now holds another claim, or it
 // changed (to be judged again).
-func Delete(ctx context.Context, c client.Writer, r *ipamv1.OverlappingRangeIPReservation) (bool, error) {
-	pre := client.Preconditions{UID: &r.UID}
+func Delete(ctx context.Context, c kubeclient.Writer, r *ipamv1.OverlappingRangeIPReservation) (bool, error) {
+	pre := kubeclient.Preconditions{UID: &r.UID}
 	if r.ResourceVersion != "" {
 		pre.ResourceVersion = &r.ResourceVersion
 	}
@@ -35,7 +35,7 @@ func Delete(ctx context.Context, c client.Writer, r *ipamv1.OverlappingRangeIPRe
 // reservation as read with its resourceVersion, by an update that fails if r changed since. It
 // reports whether it removed them: false, without error, when r changed or is gone (to be judged
 // again).
-func Prune(ctx context.Context, c client.Writer, r *ipamv1.OverlappingRangeIPReservation, stale []StaleUser) (bool, error) {
+func Prune(ctx context.Context, c kubeclient.Writer, r *ipamv1.OverlappingRangeIPReservation, stale []StaleUser) (bool, error) {
 	pruned := r.DeepCopy()
 	if !pruned.DropUsers(func(u ipamv1.ReservationUser) bool {
 		for _, s := range stale {

@@ -8,9 +8,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
+	"github.com/netpool/netpool/internal/kubeclient"
 )
 
 // Facts are what the policy knows about a reservation's owner. Read gathers them; a caller that
@@ -47,7 +47,7 @@ func Judgeable(r *ipamv1.OverlappingRangeIPReservation) bool {
 
 // Read gathers the facts about r's owner from c: the controller passes its cache and then the API
 // server, the CLI the API server.
-func Read(ctx context.Context, c client.Reader, r *ipamv1.OverlappingRangeIPReservation) (Facts, error) {
+func Read(ctx context.Context, c kubeclient.Reader, r *ipamv1.OverlappingRangeIPReservation) (Facts, error) {
 	if r.Spec.Owner != nil {
 		return persistentFacts(ctx, c, r)
 	}
@@ -69,7 +69,7 @@ func SplitPodRef(ref string) (string, string, bool) {
 }
 
 // GetPod reads a pod; nil when it does not exist.
-func GetPod(ctx context.Context, c client.Reader, key types.NamespacedName) (*corev1.Pod, error) {
+func GetPod(ctx context.Context, c kubeclient.Reader, key types.NamespacedName) (*corev1.Pod, error) {
 	pod := &corev1.Pod{}
 	err := c.Get(ctx, key, pod)
 	if apierrors.IsNotFound(err) {

@@ -7,9 +7,9 @@ import (
 	ipamclaimsv1 "github.com/k8snetworkplumbingwg/ipamclaims/pkg/crd/ipamclaims/v1alpha1"
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
+	"github.com/netpool/netpool/internal/kubeclient"
 )
 
 // ownerFacts reads whether a reservation's persistent owner still owns it, and if not, why. A
@@ -17,8 +17,8 @@ import (
 // has another UID than the one recorded was made again, and is another claim. A StatefulSet owns
 // an ordinal's address while it exists (being deleted or not: its pods are still going) and its
 // spec.replicas (1 when unset) is above the ordinal.
-func ownerFacts(ctx context.Context, c client.Reader, o ipamv1.ReservationOwner) (Facts, error) {
-	key := client.ObjectKey{Namespace: o.Namespace, Name: o.Name}
+func ownerFacts(ctx context.Context, c kubeclient.Reader, o ipamv1.ReservationOwner) (Facts, error) {
+	key := kubeclient.ObjectKey{Namespace: o.Namespace, Name: o.Name}
 	switch o.Kind {
 	case ipamv1.OwnerIPAMClaim:
 		claim := &ipamclaimsv1.IPAMClaim{}

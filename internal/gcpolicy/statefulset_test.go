@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
+	"github.com/netpool/netpool/internal/kubeclient/crclient"
 	"github.com/netpool/netpool/internal/scheme"
 )
 
@@ -57,7 +58,7 @@ func TestStatefulSetOwnerFacts(t *testing.T) {
 				b = b.WithObjects(tt.sts)
 			}
 			r := res(tt.ordinal, tt.age)
-			f, err := Read(t.Context(), b.Build(), r)
+			f, err := Read(t.Context(), crclient.Reader(b.Build()), r)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -6,15 +6,15 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
+	"github.com/netpool/netpool/internal/kubeclient"
 	"github.com/netpool/netpool/internal/podowner"
 )
 
 // persistentFacts gathers the facts of a persistently owned reservation: its owner, the pods of its
 // users, and, when its owner exists and no pod is bound to it, the reservation the owner moved to.
-func persistentFacts(ctx context.Context, c client.Reader, r *ipamv1.OverlappingRangeIPReservation) (Facts, error) {
+func persistentFacts(ctx context.Context, c kubeclient.Reader, r *ipamv1.OverlappingRangeIPReservation) (Facts, error) {
 	f, err := ownerFacts(ctx, c, *r.Spec.Owner)
 	if err != nil {
 		return Facts{}, err
@@ -28,7 +28,7 @@ func persistentFacts(ctx context.Context, c client.Reader, r *ipamv1.Overlapping
 	return f, err
 }
 
-func userPods(ctx context.Context, c client.Reader, users []ipamv1.ReservationUser) ([]*corev1.Pod, error) {
+func userPods(ctx context.Context, c kubeclient.Reader, users []ipamv1.ReservationUser) ([]*corev1.Pod, error) {
 	pods := make([]*corev1.Pod, len(users))
 	for i, u := range users {
 		ns, name, ok := SplitPodRef(u.PodRef)
@@ -114,10 +114,10 @@ func userName(u ipamv1.ReservationUser) string {
 // written by agents, so one counts only when the API says the same: the pod exists with that UID,
 // runs on the user's node, and is the owner's (the claim's launcher pod, the ordinal's pod). A
 // node that made up a reservation and a user for it therefore frees nothing.
-func successor(ctx context.Context, c client.Reader, r *ipamv1.OverlappingRangeIPReservation) (string, error) {
+func successor(ctx context.Context, c kubeclient.Reader, r *ipamv1.OverlappingRangeIPReservation) (string, error) {
 	o := *r.Spec.Owner
 	var list ipamv1.OverlappingRangeIPReservationList
-	sel := client.MatchingLabels{ipamv1.OwnerLabel: ipamv1.OwnerLabelValue(o.Key()), ipamv1.PoolLabel: ipamv1.LabelValue(r.Spec.Pool)}
+	sel := kubeclient.MatchingLabels{ipamv1.OwnerLabel: ipamv1.OwnerLabelValue(o.Key()), ipamv1.PoolLabel: ipamv1.LabelValue(r.Spec.Pool)}
 	if err := c.List(ctx, &list, sel); err != nil {
 		return "", fmt.Errorf("failed to list the reservations of %s: %w", o.Key(), err)
 	}

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
+	"github.com/netpool/netpool/internal/kubeclient/crclient"
 	"github.com/netpool/netpool/internal/podowner"
 	"github.com/netpool/netpool/internal/scheme"
 )
@@ -105,7 +106,7 @@ func TestScaledDownOwnerWaitsForItsPods(t *testing.T) {
 				b = b.WithObjects(tt.pod)
 			}
 			r := stsReservation("r", "10.0.0.5", old, tt.users...)
-			f, err := Read(t.Context(), b.Build(), r)
+			f, err := Read(t.Context(), crclient.Reader(b.Build()), r)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -127,7 +128,7 @@ func TestStaleUsers(t *testing.T) {
 		user("dst", "apps/db-1", "u2", "node-b"),                                    // the running pod
 		user("gone", "apps/db-7", "u7", "node-c"),                                   // no such pod
 		ipamv1.ReservationUser{ContainerID: "anon", IfName: "net1", Node: "node-d"}) // no pod named: kept
-	f, err := Read(t.Context(), c, r)
+	f, err := Read(t.Context(), crclient.Reader(c), r)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,12 +148,12 @@ func TestStaleUsers(t *testing.T) {
 	if err := w.Get(t.Context(), client.ObjectKeyFromObject(r), pruned); err != nil {
 		t.Fatal(err)
 	}
-	if ok, err := Prune(t.Context(), w, pruned, StaleUsers(r, f)); err != nil || !ok {
+	if ok, err := Prune(t.Context(), crclient.Writer(w), pruned, StaleUsers(r, f)); err != nil || !ok {
 		t.Fatalf("Prune = %v, %v", ok, err)
 	}
 	stale := r.DeepCopy() // as read before the first Prune
 	stale.ResourceVersion = "1"
-	if ok, err := Prune(t.Context(), w, stale, StaleUsers(r, f)[:1]); err != nil || ok {
+	if ok, err := Prune(t.Context(), crclient.Writer(w), stale, StaleUsers(r, f)[:1]); err != nil || ok {
 		t.Fatalf("Prune of a copy that changed since = %v, %v; want false, no error", ok, err)
 	}
 	if len(pruned.Spec.Users) != 2 || pruned.Spec.ContainerID != "anon" {
@@ -190,7 +191,7 @@ func TestSuperseded(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			c := fake.NewClientBuilder().WithScheme(policyScheme(t)).WithObjects(append(tt.pods, sts.DeepCopy(), idle.DeepCopy(), tt.sibling)...).Build()
-			f, err := Read(t.Context(), c, idle)
+			f, err := Read(t.Context(), crclient.Reader(c), idle)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -218,7 +219,7 @@ func TestClaimMadeAgain(t *testing.T) {
 			Spec: ipamv1.OverlappingRangeIPReservationSpec{Address: "10.0.0.5", Pool: "p",
 				Owner: &ipamv1.ReservationOwner{Kind: ipamv1.OwnerIPAMClaim, Namespace: "vms", Name: "vm-a.anet", UID: tt.uid}},
 		}
-		f, err := Read(t.Context(), c, r)
+		f, err := Read(t.Context(), crclient.Reader(c), r)
 		if err != nil {
 			t.Fatal(err)
 		}

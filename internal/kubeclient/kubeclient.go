@@ -1,5 +1,7 @@
 // Package kubeclient loads the API client config of netpool's long-running components, the node
-// agent and the controller, so both find their identity and set their rate limits one way.
+// agent and the controller, so both find their identity and set their rate limits one way; and it
+// is the small typed client (Reader, Writer, REST) that netpoolctl and the shared GC policy read
+// and write through without linking controller-runtime.
 package kubeclient
 
 import (

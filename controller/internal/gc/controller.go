@@ -25,6 +25,7 @@ import (
 	"github.com/netpool/netpool/controller/internal/release"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
 	"github.com/netpool/netpool/internal/gcpolicy"
+	"github.com/netpool/netpool/internal/kubeclient/crclient"
 )
 
 // Reconciler releases leaked reservations (package gcpolicy is the policy). It judges a
@@ -105,7 +106,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if res.Spec.Owner != nil && res.Spec.Owner.Kind == ipamv1.OwnerIPAMClaim && !r.claimsWatched {
 		cached = r.Live
 	}
-	facts, err := gcpolicy.Read(ctx, cached, res)
+	facts, err := gcpolicy.Read(ctx, crclient.Reader(cached), res)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -124,7 +125,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !gcpolicy.Judgeable(res) {
 		return ctrl.Result{}, nil
 	}
-	if facts, err = gcpolicy.Read(ctx, r.Live, res); err != nil {
+	if facts, err = gcpolicy.Read(ctx, crclient.Reader(r.Live), res); err != nil {
 		return ctrl.Result{}, err
 	}
 	if v = gcpolicy.Judge(res, facts, r.Now.Now(), r.Grace); v.Reason != "" {

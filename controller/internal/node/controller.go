@@ -25,6 +25,7 @@ import (
 	"github.com/netpool/netpool/controller/internal/release"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
 	"github.com/netpool/netpool/internal/gcpolicy"
+	"github.com/netpool/netpool/internal/kubeclient/crclient"
 )
 
 // Reconciler reclaims what a deleted node held: its reservations are released (reason
@@ -141,7 +142,7 @@ func (r *Reconciler) cachedPod(ctx context.Context, res *ipamv1.OverlappingRange
 	if !ok {
 		return nil
 	}
-	pod, err := gcpolicy.GetPod(ctx, r.Client, types.NamespacedName{Namespace: ns, Name: name})
+	pod, err := gcpolicy.GetPod(ctx, crclient.Reader(r.Client), types.NamespacedName{Namespace: ns, Name: name})
 	if err != nil {
 		return nil // the Event then goes to the pool; the note names the pod either way
 	}

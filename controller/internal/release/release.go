@@ -19,6 +19,7 @@ import (
 	"github.com/netpool/netpool/controller/internal/metrics"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
 	"github.com/netpool/netpool/internal/gcpolicy"
+	"github.com/netpool/netpool/internal/kubeclient/crclient"
 )
 
 // Event reasons of releases, on the pod (else its pool) and on the pool.
@@ -73,7 +74,7 @@ func (rl *Releaser) Release(ctx context.Context, r *ipamv1.OverlappingRangeIPRes
 		return nil
 	}
 	log.Info("Releasing a leaked reservation", "detail", detail)
-	released, err := gcpolicy.Delete(ctx, rl.Client, r)
+	released, err := gcpolicy.Delete(ctx, crclient.Writer(rl.Client), r)
 	if err != nil || !released {
 		return err
 	}
@@ -99,7 +100,7 @@ func (rl *Releaser) Prune(ctx context.Context, r *ipamv1.OverlappingRangeIPReser
 		}
 		return false, nil
 	}
-	pruned, err := gcpolicy.Prune(ctx, rl.Client, r, stale)
+	pruned, err := gcpolicy.Prune(ctx, crclient.Writer(rl.Client), r, stale)
 	if err == nil && pruned {
 		rl.Metrics.UsersRemoved.Add(float64(len(stale)))
 		log.Info("Removed the users whose pods are gone from a persistently owned reservation")
