@@ -14,10 +14,14 @@ import (
 // PID is the daemon's and stopping it by PID stops the daemon.
 type proc struct {
 	name string
-	cmd  *exec.Cmd
-	log  string
-	done chan struct{}
-	err  error // the exit status, once done is closed
+	// logDir, env and argv start it again.
+	logDir string
+	env    []string
+	argv   []string
+	cmd    *exec.Cmd
+	log    string
+	done   chan struct{}
+	err    error // the exit status, once done is closed
 }
 
 // startProc starts argv with its output in logDir/<name>.log, in a process group of its own so a
@@ -36,12 +40,20 @@ func startProc(logDir, name string, env []string, argv ...string) (*proc, error)
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("failed to start %s: %w", name, err)
 	}
-	p := &proc{name: name, cmd: cmd, log: logPath, done: make(chan struct{})}
+	p := &proc{name: name, logDir: logDir, env: env, argv: argv, cmd: cmd, log: logPath, done: make(chan struct{})}
 	go func() {
 		p.err = cmd.Wait()
 		close(p.done)
 	}()
 	return p, nil
+}
+
+// restart stops the daemon and starts it again as it was started, its log appended to.
+func (p *proc) restart(grace time.Duration) (*proc, error) {
+	if err := p.stop(grace); err != nil {
+		return nil, err
+	}
+	return startProc(p.logDir, p.name, p.env, p.argv...)
 }
 
 // pid is the daemon's process ID.

@@ -17,6 +17,7 @@ import (
 // namespaces, their mounts and veths), the cgroups, the bridges, the sysctls, the state directory.
 // It reports every failure and goes on, so that one failure leaves as little as possible.
 func (c *Cluster) Stop() error {
+	c.start = time.Now()
 	var errs []error
 	add := func(err error) {
 		if err != nil {
@@ -25,7 +26,9 @@ func (c *Cluster) Stop() error {
 	}
 	stop := func(p *proc, grace time.Duration) {
 		if p != nil {
+			t := time.Now()
 			add(p.stop(grace))
+			c.say("stopped %s in %s", p.name, time.Since(t).Round(10*time.Millisecond))
 		}
 	}
 	for _, n := range c.Nodes {
@@ -36,7 +39,9 @@ func (c *Cluster) Stop() error {
 	for _, n := range c.Nodes {
 		stop(n.kubelet, 20*time.Second)
 	}
-	stop(c.apiserver, 20*time.Second)
+	// The apiserver drains requests for up to a minute on SIGTERM; nothing it holds outlives the
+	// cluster, so it gets a short grace.
+	stop(c.apiserver, 3*time.Second)
 	stop(c.etcd, 10*time.Second)
 	for _, n := range c.Nodes {
 		stop(n.containerd, 10*time.Second)
