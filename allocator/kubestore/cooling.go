@@ -369,38 +369,50 @@ func (s *Store) writeCooling(ctx context.Context, w sliceCoolingWrite) error {
 }
 
 // coolingElsewhere returns the addresses of u's pool that other nodes' slices record as cooling at
-// now. The cache holds only this node's slices, so the pool's slices are listed live (paged, by
-// spec.pool), and only under a cool-down: borrowing is the one step that needs other nodes'
-// cooling. The pool's lock is not held (it is never held across an API call).
+// now. The cache holds only this node's slices, so the pool's slices are listed live, and only
+// under a cool-down: borrowing is the one step that needs other nodes' cooling. The node's
+// concurrent borrowers of the pool share the list (share), as they share the list of its scope.
+// The pool's lock is not held (it is never held across an API call).
 func (s *Store) coolingElsewhere(ctx context.Context, u *poolUse, now time.Time) (map[netip.Addr]time.Time, error) {
 	if u.cooldown <= 0 {
 		return nil, nil
 	}
-	what := "list the slices of pool " + u.state.name + " for their cooling addresses"
-	var others []ipamv1.IPPoolSlice
-	for cont := ""; ; {
-		list := &ipamv1.IPPoolSliceList{}
-		err := s.retry(ctx, what, func(ctx context.Context) error {
-			return s.live.List(ctx, list, client.MatchingFields{slicePoolField: u.state.name},
-				client.Limit(listPage), client.Continue(cont))
-		})
-		if err != nil {
-			return nil, apiFailure(what, err)
-		}
-		for _, sl := range list.Items {
-			if sl.Spec.Node != s.node {
-				others = append(others, sl)
-			}
-		}
-		if cont = list.Continue; cont == "" {
-			break
-		}
+	st := u.state
+	others, err := share(ctx, st, &st.coolingList, "the slices of pool "+st.name,
+		func(ctx context.Context) ([]ipamv1.IPPoolSlice, error) { return s.othersCooling(ctx, st.name) }, nil)
+	if err != nil {
+		return nil, err
 	}
 	out := map[netip.Addr]time.Time{}
 	for _, c := range ippool.CoolingIn(others, u.cooldown, now) {
 		out[c.Addr] = c.ReleasedAt
 	}
 	return out, nil
+}
+
+// othersCooling lists the slices of pool, live, paged and by spec.pool, and returns those of other
+// nodes that record cooling addresses.
+func (s *Store) othersCooling(ctx context.Context, pool string) ([]ipamv1.IPPoolSlice, error) {
+	what := "list the slices of pool " + pool + " for their cooling addresses"
+	var others []ipamv1.IPPoolSlice
+	for cont := ""; ; {
+		list := &ipamv1.IPPoolSliceList{}
+		err := s.retry(ctx, what, func(ctx context.Context) error {
+			return s.live.List(ctx, list, client.MatchingFields{slicePoolField: pool},
+				client.Limit(listPage), client.Continue(cont))
+		})
+		if err != nil {
+			return nil, apiFailure(what, err)
+		}
+		for _, sl := range list.Items {
+			if sl.Spec.Node != s.node && len(sl.Spec.Cooling) > 0 {
+				others = append(others, sl)
+			}
+		}
+		if cont = list.Continue; cont == "" {
+			return others, nil
+		}
+	}
 }
 
 // cooledElsewhere starts the cool-down of an address of this node released by someone else, as

@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"net/http"
 	"net/netip"
+	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,6 +27,9 @@ type slowAPI struct {
 	next  http.RoundTripper
 	// requests counts what the store asks, as counter does.
 	requests counter
+	// sliceLists counts the lists of whole IPPoolSlices (those of cooling addresses), which
+	// requests counts together with the lists of their names (metadata only).
+	sliceLists atomic.Int32
 }
 
 func (s *slowAPI) wrap(rt http.RoundTripper) http.RoundTripper {
@@ -33,6 +39,10 @@ func (s *slowAPI) wrap(rt http.RoundTripper) http.RoundTripper {
 }
 
 func (s *slowAPI) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/ippoolslices") && r.URL.Query().Get("watch") != "true" &&
+		!strings.Contains(r.Header.Get("Accept"), "as=PartialObjectMetadataList") {
+		s.sliceLists.Add(1)
+	}
 	if !informerRequest(r) {
 		select {
 		case <-time.After(s.delay):
@@ -50,77 +60,47 @@ func (s *slowAPI) RoundTrip(r *http.Request) (*http.Response, error) {
 // lists the pool and creates, did so holding the lock.
 func TestSlowAPIServerQueuesNoCall(t *testing.T) {
 	env := envtest.Shared(t)
-	ctx := context.Background()
 	const delay = 200 * time.Millisecond
 	const bound = 4 * time.Second
 	slow := &slowAPI{delay: delay}
 	n := &node{store: MustStart(t, env, "node-slow", Options{APITimeout: bound}, slow.wrap)}
 
 	t.Run("concurrent ADDs that borrow", func(t *testing.T) {
-		// Every block of the pool is another node's, so each ADD lists the pool's reservations and
-		// creates one on a free address: two requests, 400 ms here. Taken one after another, the
-		// 24 ADDs would need 9.6 s, more than twice their bound.
-		pool := &ipamv1.IPPool{ObjectMeta: metav1.ObjectMeta{Name: "ops-slow"},
-			Spec: ipamv1.IPPoolSpec{Range: "10.74.0.0/26", SliceSize: 28}}
-		if err := env.Client.Create(ctx, pool); err != nil {
-			t.Fatal(err)
-		}
-		for i := range 4 {
-			sl := &ipamv1.IPPoolSlice{
-				ObjectMeta: metav1.ObjectMeta{Name: ipamv1.SliceName(pool.Name, uint64(i))},
-				Spec:       ipamv1.IPPoolSliceSpec{Pool: pool.Name, Range: fmt.Sprintf("10.74.0.%d/28", 16*i), Node: "node-elsewhere"},
-			}
-			if err := env.Client.Create(ctx, sl); err != nil {
-				t.Fatal(err)
-			}
-		}
-		// The store's cache holds only its own node's slices: it learns that node-elsewhere holds
-		// every block by claiming (one Create each at most) and a live list of the pool's slices.
-		cs := conf("net-slow", `,"pool":"ops-slow"`)
-		slow.requests.take()
-		const adds = 24
-		got := make([]netip.Addr, adds)
-		errs := make([]error, adds)
-		took := make([]time.Duration, adds)
-		var wg sync.WaitGroup
-		for i := range adds {
-			wg.Go(func() {
-				start := time.Now()
-				var a []netip.Addr
-				a, errs[i] = n.add(cs, "", fmt.Sprintf("slow-%d", i))
-				took[i] = time.Since(start)
-				if errs[i] == nil {
-					got[i] = a[0]
-				}
-			})
-		}
-		wg.Wait()
-		seen := map[netip.Addr]int{}
-		slowest := time.Duration(0)
-		for i := range adds {
-			slowest = max(slowest, took[i])
-			if errs[i] != nil {
-				t.Errorf("ADD slow-%d after %v: %v", i, took[i].Round(time.Millisecond), errs[i])
-				continue
-			}
-			if j, dup := seen[got[i]]; dup {
-				t.Errorf("slow-%d and slow-%d both got %s", j, i, got[i])
-			}
-			seen[got[i]] = i
-		}
-		by := slow.requests.take()
-		t.Logf("%d concurrent borrowing ADDs with %v per request: the slowest took %v; requests %v", adds, delay, slowest.Round(time.Millisecond), by)
+		by, _ := borrowBurst(t, env, n, slow, "ops-slow", "10.74.0", "", nil)
 		// They share lists of the pool: one in flight serves every ADD that came to need it before
-		// it began, so a burst lists a few times, not once per ADD.
-		if lists := by["GET overlappingrangeipreservations"]; lists > adds/4 {
-			t.Errorf("%d lists of the pool for %d borrowing ADDs, want them shared (at most %d)", lists, adds, adds/4)
+		// it began, so a burst lists a few times, not once per ADD. So do the lists of the pool's
+		// slices that show every block held (24 before they were shared).
+		if lists := by["GET overlappingrangeipreservations"]; lists > borrowers/4 {
+			t.Errorf("%d lists of the pool for %d borrowing ADDs, want them shared (at most %d)", lists, borrowers, borrowers/4)
 		}
-		var list ipamv1.OverlappingRangeIPReservationList
-		if err := env.Client.List(ctx, &list, client.MatchingLabels{ipamv1.PoolLabel: pool.Name}); err != nil {
-			t.Fatal(err)
+		if lists := by["GET ippoolslices"]; lists > borrowers/4 {
+			t.Errorf("%d lists of the pool's slices for %d borrowing ADDs, want them shared (at most %d)", lists, borrowers, borrowers/4)
 		}
-		if len(list.Items) != len(seen) {
-			t.Errorf("%d reservations in %s for %d ADDs that succeeded", len(list.Items), pool.Name, len(seen))
+	})
+
+	t.Run("concurrent ADDs that borrow under a cool-down", func(t *testing.T) {
+		// The other node records eight releases of its first block as cooling: a borrower lists the
+		// pool's slices to pass over them. The burst shares that list as it shares the list of
+		// reservations; unshared, it made one per ADD (24).
+		released := metav1.NewTime(time.Now().Add(-time.Minute))
+		var cooling []ipamv1.CoolingAddress
+		for i := 1; i <= 8; i++ {
+			cooling = append(cooling, ipamv1.CoolingAddress{Address: fmt.Sprintf("10.150.0.%d", i), ReleasedAt: released})
+		}
+		by, got := borrowBurst(t, env, n, slow, "ops-slow-cool", "10.150.0", "1h", cooling)
+		if lists := slow.sliceLists.Load(); lists > borrowers/4 {
+			t.Errorf("%d lists of the pool's slices for their cooling addresses for %d borrowing ADDs, want them shared (at most %d)", lists, borrowers, borrowers/4)
+		}
+		if lists := by["GET ippoolslices"]; lists > borrowers/2 {
+			t.Errorf("%d lists of the pool's slices (their names and their cooling addresses) for %d borrowing ADDs, want them shared (at most %d)", lists, borrowers, borrowers/2)
+		}
+		if lists := by["GET overlappingrangeipreservations"]; lists > borrowers/4 {
+			t.Errorf("%d lists of the pool for %d borrowing ADDs, want them shared (at most %d)", lists, borrowers, borrowers/4)
+		}
+		for _, c := range cooling {
+			if a := netip.MustParseAddr(c.Address); slices.Contains(got, a) {
+				t.Errorf("a borrower got %s, which the other node records as cooling, while the pool had other free addresses", a)
+			}
 		}
 	})
 
@@ -145,4 +125,82 @@ func TestSlowAPIServerQueuesNoCall(t *testing.T) {
 			t.Errorf("%d Creates of the inline pool for %d concurrent first uses, want 1 (requests %v)", creates, adds, by)
 		}
 	})
+}
+
+// borrowers is how many ADDs borrowBurst makes at once.
+const borrowers = 24
+
+// borrowBurst makes borrowers concurrent ADDs on n to a new pool of 10.<net>.0/26 whose four
+// blocks are all another node's (the first recording cooling, when a cool-down is set), so that
+// each ADD lists the pool's reservations and creates one on a free address: two requests, 400 ms
+// at slow's delay; taken one after another, the 24 ADDs would need 9.6 s, more than twice their
+// bound. It checks that every ADD succeeded with an address of its own, and returns the requests
+// made (slow's counts are reset first) and the addresses.
+func borrowBurst(t *testing.T, env *envtest.Env, n *node, slow *slowAPI, name, net, cooldown string, cooling []ipamv1.CoolingAddress) (map[string]int, []netip.Addr) {
+	t.Helper()
+	ctx := context.Background()
+	pool := &ipamv1.IPPool{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: ipamv1.IPPoolSpec{Range: net + ".0/26", SliceSize: 28, ReuseCooldown: cooldown}}
+	if err := env.Client.Create(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 4 {
+		sl := &ipamv1.IPPoolSlice{
+			ObjectMeta: metav1.ObjectMeta{Name: ipamv1.SliceName(pool.Name, uint64(i))},
+			Spec:       ipamv1.IPPoolSliceSpec{Pool: pool.Name, Range: fmt.Sprintf("%s.%d/28", net, 16*i), Node: "node-elsewhere"},
+		}
+		if i == 0 {
+			sl.Spec.Cooling = cooling
+		}
+		if err := env.Client.Create(ctx, sl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The store's cache holds only its own node's slices: it learns that node-elsewhere holds
+	// every block by claiming (one Create each at most) and a live list of the pool's slices.
+	cs := conf("net-"+name, fmt.Sprintf(`,"pool":%q`, name))
+	slow.requests.take()
+	slow.sliceLists.Store(0)
+	got := make([]netip.Addr, borrowers)
+	errs := make([]error, borrowers)
+	took := make([]time.Duration, borrowers)
+	var wg sync.WaitGroup
+	for i := range borrowers {
+		wg.Go(func() {
+			start := time.Now()
+			var a []netip.Addr
+			a, errs[i] = n.add(cs, "", fmt.Sprintf("%s-%d", name, i))
+			took[i] = time.Since(start)
+			if errs[i] == nil {
+				got[i] = a[0]
+			}
+		})
+	}
+	wg.Wait()
+	seen := map[netip.Addr]int{}
+	slowest := time.Duration(0)
+	var addrs []netip.Addr
+	for i := range borrowers {
+		slowest = max(slowest, took[i])
+		if errs[i] != nil {
+			t.Errorf("ADD %s-%d after %v: %v", name, i, took[i].Round(time.Millisecond), errs[i])
+			continue
+		}
+		if j, dup := seen[got[i]]; dup {
+			t.Errorf("%s-%d and %s-%d both got %s", name, j, name, i, got[i])
+		}
+		seen[got[i]] = i
+		addrs = append(addrs, got[i])
+	}
+	by := slow.requests.take()
+	t.Logf("%d concurrent borrowing ADDs with %v per request: the slowest took %v; requests %v, %d lists of whole slices",
+		borrowers, slow.delay, slowest.Round(time.Millisecond), by, slow.sliceLists.Load())
+	var list ipamv1.OverlappingRangeIPReservationList
+	if err := env.Client.List(ctx, &list, client.MatchingLabels{ipamv1.PoolLabel: pool.Name}); err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != len(seen) {
+		t.Errorf("%d reservations in %s for %d ADDs that succeeded", len(list.Items), pool.Name, len(seen))
+	}
+	return by, addrs
 }

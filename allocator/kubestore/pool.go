@@ -49,8 +49,13 @@ type poolState struct {
 	inflight map[string]netip.Addr
 	// claiming is the node's claim of a new block in flight, nil when none (slices.go).
 	claiming *blockClaim
-	// listing is the node's latest list of the pool's scope, in flight or done (sharedScope).
-	listing *scopeList
+	// The node's latest lists of the pool, each in flight or done, which its concurrent calls
+	// share (share): of the pool's scope (borrowing), of the blocks its slices hold (listBlocks),
+	// and of other nodes' slices with their cooling addresses (coolingElsewhere). Each is read
+	// only while it is no older than the call that reads it.
+	scopeList   *sharedList[scopeView]
+	blocksList  *sharedList[map[uint64]bool]
+	coolingList *sharedList[[]ipamv1.IPPoolSlice]
 	// cooling are the addresses this node released under the pool's reuse cool-down (cooling.go).
 	cooling coolingSet
 	// hints are what the node knows of other nodes' blocks and where its next claim looks (blocks.go).

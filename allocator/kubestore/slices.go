@@ -331,10 +331,12 @@ func (t *txn) claimBlock(ctx context.Context, u *poolUse, r ipam.Range, c *block
 }
 
 // listBlocks lists the pool's slices once for this search, without the pool's lock, and takes
-// what the list shows as the truth about other nodes' blocks.
+// what the list shows as the truth about other nodes' blocks. The node's concurrent searches of
+// the pool share the list (share): a burst of ADDs that find every block held lists once or twice.
 func (t *txn) listBlocks(ctx context.Context, u *poolUse, bs *blockSearch) error {
 	s, st := t.b.s, u.state
-	listed, err := s.listedSlices(ctx, st)
+	listed, err := share(ctx, st, &st.blocksList, "the slices of pool "+st.name,
+		func(ctx context.Context) (map[uint64]bool, error) { return s.listedSlices(ctx, st) }, nil)
 	if err != nil {
 		return err
 	}
@@ -549,78 +551,24 @@ func (t *txn) borrow(ctx context.Context, u *poolUse, p allocator.Pool, al *allo
 		allocator.ErrPoolExhausted, st.name, p.Range.Start, p.Range.End, capacityText(p.Range), st.name)
 }
 
-// scopeList is one list of a pool's scope (listScope), which the node's concurrent borrowers of
-// the pool share: thirty ADDs borrowing at once make one list, not thirty that a loaded API server
-// answers ever slower.
-type scopeList struct {
-	started time.Time
-	done    chan struct{}
-	taken   []netip.Addr // read-only once done
-	err     error
+// scopeView is what a list of a pool's scope shows (listScope): the addresses held, sorted, and
+// the names of other nodes' reservations among them.
+type scopeView struct {
+	taken   []netip.Addr
+	foreign map[string]bool
 }
 
-// sharedScope returns the addresses held in u's scope, from a list that began after this call
-// came to need it: one in flight or just made by another call of the node, or one of its own. So
-// what the call sees is never older than the call, as if it had listed itself. The pool's lock is
-// not held.
+// sharedScope returns the addresses held in u's scope, from a list the node's concurrent borrowers
+// of the pool share (share). The pool's lock is not held.
 func (t *txn) sharedScope(ctx context.Context, u *poolUse) ([]netip.Addr, error) {
 	s, st := t.b.s, u.state
-	since := time.Now()
-	for {
-		if err := lockPool(ctx, st); err != nil {
-			return nil, err
-		}
-		l := st.listing
-		usable := l != nil && !l.started.Before(since)
-		if l != nil && !usable && !isDone(l.done) {
-			unlockPool(st) // a list older than this call is in flight: the next one is this call's
-			if err := waitList(ctx, st, l); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		if !usable || (isDone(l.done) && l.err != nil) {
-			l = &scopeList{started: time.Now(), done: make(chan struct{})}
-			st.listing = l
-			unlockPool(st)
+	v, err := share(ctx, st, &st.scopeList, "the addresses of pool "+st.name,
+		func(ctx context.Context) (scopeView, error) {
 			taken, foreign, err := s.listScope(ctx, u)
-			st.lock <- struct{}{} // without a bound: the waiters must be told whatever happens
-			l.taken, l.err = taken, err
-			if err == nil {
-				st.applyScope(foreign)
-			}
-			close(l.done)
-			unlockPool(st)
-			return taken, err
-		}
-		unlockPool(st)
-		if err := waitList(ctx, st, l); err != nil {
-			return nil, err
-		}
-		if l.err == nil {
-			return l.taken, nil
-		}
-		// That list failed, within its caller's bound: this call lists itself.
-	}
-}
-
-func isDone(c chan struct{}) bool {
-	select {
-	case <-c:
-		return true
-	default:
-		return false
-	}
-}
-
-func waitList(ctx context.Context, st *poolState, l *scopeList) error {
-	select {
-	case <-l.done:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("%w: timed out waiting for this node's list of the addresses of pool %s: %w",
-			allocator.ErrStoreBusy, st.name, ctx.Err())
-	}
+			return scopeView{taken: taken, foreign: foreign}, err
+		},
+		func(v scopeView) { st.applyScope(v.foreign) })
+	return v.taken, err
 }
 
 // listScope lists, live and page by page, the addresses held in u's scope inside the pool's range:

@@ -5,12 +5,16 @@
 //
 // Watch events are counted as the frames of the watch stream, whatever its encoding (JSON events
 // end with a newline; protobuf ones are length-prefixed), without decoding them. Bookmarks, which
-// the API server sends to every watcher now and then whatever happens, are counted apart.
+// the API server sends to every watcher now and then whatever happens, are counted apart. A
+// Counter made with NewByCause also decodes each JSON event to file it under its cause (ByNode:
+// its type and the node its object belongs to), so a test can tell the events a node's own work
+// sends it from those another node's work does, whatever the order or number of its own.
 package apicount
 
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"io"
 	"maps"
 	"net/http"
@@ -37,11 +41,14 @@ type Counts struct {
 	// Failures are the requests (watches included) that got no answer or an error status, by
 	// "VERB resource status" (the HTTP status code, or "no answer").
 	Failures map[string]int
+	// Causes are the events counted in Events by "resource cause" (the Counter's Cause: "ippoolslices
+	// ADDED node-1"); empty unless the Counter was made with NewByCause.
+	Causes map[string]int
 }
 
 func newCounts() Counts {
 	return Counts{Requests: map[string]int{}, Watches: map[string]int{}, ListBytes: map[string]int64{}, Events: map[string]int{},
-		EventBytes: map[string]int64{}, Bookmarks: map[string]int{}, Failures: map[string]int{}}
+		EventBytes: map[string]int64{}, Bookmarks: map[string]int{}, Failures: map[string]int{}, Causes: map[string]int{}}
 }
 
 // Sub returns c minus o, key by key.
@@ -68,6 +75,9 @@ func (c Counts) Sub(o Counts) Counts {
 	for k, v := range c.Failures {
 		out.Failures[k] = v - o.Failures[k]
 	}
+	for k, v := range c.Causes {
+		out.Causes[k] = v - o.Causes[k]
+	}
 	return out
 }
 
@@ -93,6 +103,9 @@ func (c Counts) Add(o Counts) {
 	}
 	for k, v := range o.Failures {
 		c.Failures[k] += v
+	}
+	for k, v := range o.Causes {
+		c.Causes[k] += v
 	}
 }
 
@@ -128,19 +141,62 @@ func matchesVerb(key string, verbs []string) bool {
 
 // Counter counts one client's traffic. Its zero value is not usable: call New.
 type Counter struct {
-	mu sync.Mutex
-	c  Counts
+	mu    sync.Mutex
+	c     Counts
+	cause Cause
 }
+
+// Cause names why a watch event of resource reached the client, from the event as the API server
+// sent it (one JSON object: {"type": ..., "object": ...}).
+type Cause func(resource string, event []byte) string
+
+// Undecoded is the cause of an event that was not JSON (protobuf, which the API server serves
+// for built-in kinds only when asked): it is counted, not decoded.
+const Undecoded = "undecoded"
 
 // New returns an empty Counter.
 func New() *Counter { return &Counter{c: newCounts()} }
+
+// NewByCause returns an empty Counter that also files each watch event under cause (Counts.Causes).
+// It keeps each JSON event whole until it ends, so it costs an event's bytes of memory per watch.
+func NewByCause(cause Cause) *Counter { return &Counter{c: newCounts(), cause: cause} }
+
+// ByNode is a Cause: the event's type and the node its object belongs to, the object's spec.node
+// (a reservation's, a slice's) or, for a Node, its name; "-" when it names none, so "ADDED
+// node-1", "MODIFIED -". Every kind a node agent filters by its node says its node one of these
+// two ways.
+func ByNode(_ string, event []byte) string {
+	var e struct {
+		Type   string `json:"type"`
+		Object struct {
+			Kind     string `json:"kind"`
+			Metadata struct {
+				Name string `json:"name"`
+			} `json:"metadata"`
+			Spec struct {
+				Node string `json:"node"`
+			} `json:"spec"`
+		} `json:"object"`
+	}
+	if err := json.Unmarshal(event, &e); err != nil || e.Type == "" {
+		return Undecoded
+	}
+	node := e.Object.Spec.Node
+	if e.Object.Kind == "Node" {
+		node = e.Object.Metadata.Name
+	}
+	if node == "" {
+		node = "-"
+	}
+	return e.Type + " " + node
+}
 
 // Snapshot returns a copy of what the counter has seen so far.
 func (k *Counter) Snapshot() Counts {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return Counts{Requests: maps.Clone(k.c.Requests), Watches: maps.Clone(k.c.Watches), ListBytes: maps.Clone(k.c.ListBytes), Events: maps.Clone(k.c.Events),
-		EventBytes: maps.Clone(k.c.EventBytes), Bookmarks: maps.Clone(k.c.Bookmarks), Failures: maps.Clone(k.c.Failures)}
+		EventBytes: maps.Clone(k.c.EventBytes), Bookmarks: maps.Clone(k.c.Bookmarks), Failures: maps.Clone(k.c.Failures), Causes: maps.Clone(k.c.Causes)}
 }
 
 // Wrap is a rest.Config transport wrapper that counts through k.
@@ -246,10 +302,12 @@ type watchBody struct {
 	resource string
 	proto    bool
 
-	// the event being read: its bytes so far, the start of it (for its type), and for protobuf
-	// the length prefix and how much of the event is left.
+	// the event being read: its bytes so far, the start of it (for its type), the whole of it
+	// when the counter files events by cause (JSON only), and for protobuf the length prefix and
+	// how much of the event is left.
 	size   int64
 	head   []byte
+	whole  []byte
 	prefix []byte
 	left   int
 }
@@ -323,6 +381,9 @@ func (b *watchBody) take(part []byte) {
 	if room := bookmarkProbe - len(b.head); room > 0 {
 		b.head = append(b.head, part[:min(room, len(part))]...)
 	}
+	if b.k.cause != nil && !b.proto {
+		b.whole = append(b.whole, part...)
+	}
 }
 
 // bookmark reports whether the event just read is a bookmark: its type comes first, as the
@@ -341,6 +402,13 @@ func (b *watchBody) end() {
 	} else if b.size > 1 {
 		b.k.c.Events[b.resource]++
 		b.k.c.EventBytes[b.resource] += b.size
+		if b.k.cause != nil {
+			cause := Undecoded
+			if !b.proto {
+				cause = b.k.cause(b.resource, b.whole)
+			}
+			b.k.c.Causes[b.resource+" "+cause]++
+		}
 	}
-	b.size, b.head = 0, b.head[:0]
+	b.size, b.head, b.whole = 0, b.head[:0], b.whole[:0]
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -41,7 +42,11 @@ func (c chunky) Close() error               { return nil }
 
 func serve(t *testing.T, contentType string, body []byte) Counts {
 	t.Helper()
-	k := New()
+	return serveWith(t, New(), contentType, body)
+}
+
+func serveWith(t *testing.T, k *Counter, contentType string, body []byte) Counts {
+	t.Helper()
 	rt := k.Wrap(roundTripper(func(r *http.Request) (*http.Response, error) {
 		h := http.Header{}
 		h.Set("Content-Type", contentType)
@@ -74,6 +79,31 @@ func TestWatchEventsJSON(t *testing.T) {
 	}
 	if c.Watches["things"] != 1 || c.Requests["LIST things"] != 1 || c.ListBytes["things"] != int64(len(body)) {
 		t.Errorf("watches %d, lists %d of %d bytes", c.Watches["things"], c.Requests["LIST things"], c.ListBytes["things"])
+	}
+}
+
+func TestWatchEventsByCause(t *testing.T) {
+	events := []string{
+		`{"type":"ADDED","object":{"kind":"IPPoolSlice","metadata":{"name":"p.1"},"spec":{"node":"node-a","range":"10.0.0.0/30"}}}`,
+		`{"type":"MODIFIED","object":{"kind":"IPPoolSlice","metadata":{"name":"p.1"},"spec":{"node":"node-a","cooling":[{"address":"10.0.0.1"}]}}}`,
+		`{"type":"ADDED","object":{"kind":"IPPoolSlice","metadata":{"name":"p.2"},"spec":{"node":"node-b"}}}`,
+		`{"type":"BOOKMARK","object":{"kind":"IPPoolSlice","metadata":{"resourceVersion":"7"}}}`,
+		`{"type":"MODIFIED","object":{"kind":"Node","metadata":{"name":"node-a"},"spec":{}}}`,
+		`{"type":"DELETED","object":{"kind":"IPPool","metadata":{"name":"p"},"spec":{"range":"10.0.0.0/24"}}}`,
+		`{"type":"ADDED","object":{"kind":"IPPoolSlice","spec":{"node":"node-a"`, // cut short: not JSON
+	}
+	c := serveWith(t, NewByCause(ByNode), "application/json", []byte(strings.Join(events, "\n")+"\n"))
+	want := map[string]int{"things ADDED node-a": 1, "things MODIFIED node-a": 2, "things ADDED node-b": 1, "things DELETED -": 1, "things " + Undecoded: 1}
+	if !maps.Equal(c.Causes, want) || c.Events["things"] != 6 || c.Bookmarks["things"] != 1 {
+		t.Errorf("causes %v, events %d, bookmarks %d; want %v, 6, 1", c.Causes, c.Events["things"], c.Bookmarks["things"], want)
+	}
+	if plain := serve(t, "application/json", []byte(events[0]+"\n")); len(plain.Causes) != 0 || plain.Events["things"] != 1 {
+		t.Errorf("a Counter without a cause filed %v (%d events)", plain.Causes, plain.Events["things"])
+	}
+	proto := binary.BigEndian.AppendUint32(nil, 9)
+	proto = append(proto, "k8s\x00ADDED"...)
+	if c := serveWith(t, NewByCause(ByNode), "application/vnd.kubernetes.protobuf;stream=watch", proto); c.Causes["things "+Undecoded] != 1 {
+		t.Errorf("a protobuf event filed under %v, want %s", c.Causes, Undecoded)
 	}
 }
 

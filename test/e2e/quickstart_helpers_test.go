@@ -17,6 +17,7 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -25,6 +26,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
 	"github.com/netpool/netpool/test/envtest"
 	"github.com/netpool/netpool/test/harness"
 	"github.com/netpool/netpool/test/poll"
@@ -261,4 +263,35 @@ func netpoolctlOutput(ctx context.Context, args ...string) (string, error) {
 		return "", fmt.Errorf("netpoolctl %s: %w\n%s", strings.Join(args, " "), err, stderr.String())
 	}
 	return stdout.String(), nil
+}
+
+// shownPool is the pool that the quick start's `netpoolctl show POOL` names.
+func (q quickStart) shownPool(t *testing.T) string {
+	t.Helper()
+	for _, c := range q.commands {
+		if len(c.Args) == 2 && c.Args[0] == "show" {
+			return c.Args[1]
+		}
+	}
+	t.Fatal("the README's quick start runs no `netpoolctl show POOL`")
+	return ""
+}
+
+// waitPoolCounted waits until the controller has written pool's status: allocated as want and a
+// Ready condition, so that netpoolctl prints the settled state rather than the moment before.
+func waitPoolCounted(ctx context.Context, t *testing.T, env *envtest.Env, pool string, want int64) {
+	t.Helper()
+	poll.Eventually(t, 60*time.Second, "the controller counts IPPool "+pool, func() error {
+		var p ipamv1.IPPool
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: pool}, &p); err != nil {
+			return err
+		}
+		if p.Status.Allocated == nil || *p.Status.Allocated != want {
+			return fmt.Errorf("status.allocated %v, want %d", p.Status.Allocated, want)
+		}
+		if meta.FindStatusCondition(p.Status.Conditions, ipamv1.IPPoolReadyCondition) == nil {
+			return fmt.Errorf("no %s condition yet", ipamv1.IPPoolReadyCondition)
+		}
+		return nil
+	})
 }

@@ -27,7 +27,8 @@ import (
 //
 //  1. kubectl apply -k deploy/base: rendered with the kustomize library and server-side applied
 //     for real, every object (CRDs, namespace, RBAC, the admission policy, the DaemonSet, the
-//     controller's Deployment); nothing is skipped, but no controller or kubelet runs them;
+//     controller's Deployment); nothing is skipped, but no kubelet runs them, so the controller's
+//     reconcilers run in this process, as the Deployment's single leader would;
 //  2. the DaemonSet on node-1, played by the test: the pod the DaemonSet controller would create
 //     from its template, and the built netpool-agent run with that container's command line, the
 //     node's /run/netpool, and a token bound to that pod (the ServiceAccount of the applied RBAC,
@@ -51,6 +52,7 @@ func TestQuickStartKubernetes(t *testing.T) {
 	// 1. kubectl apply -k deploy/base
 	base := kustomize.Render(t, "base")
 	serverSideApply(ctx, t, env, base)
+	mustController(t, env)
 
 	// 2. The agent DaemonSet's pod on node-1.
 	const node = "node-1"
@@ -96,6 +98,10 @@ func TestQuickStartKubernetes(t *testing.T) {
 		t.Fatal(err)
 	}
 	assertKernelAddrs(t, netns, "net1", []netip.Prefix{netip.PrefixFrom(addr, 22)})
+
+	// The pool's status is the controller's, written at most a second after a change: wait for the
+	// count and the Ready condition an operator would see before comparing what netpoolctl prints.
+	waitPoolCounted(ctx, t, env, qs.shownPool(t), 1)
 
 	// 4. netpoolctl as a viewer (deploy/base/viewer-role.yaml, bound as the README binds it).
 	bindViewers(ctx, t, env, "netpool-viewers")

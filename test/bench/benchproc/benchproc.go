@@ -1,5 +1,6 @@
-// Package benchproc holds what the benches that start the control plane as processes share:
-// running a helper command for its output and picking a free loopback port.
+// Package benchproc holds what the benches that start processes share: running a helper command
+// for its output, picking a free loopback port, and reading a process's CPU time and memory from
+// /proc (procfs.go).
 package benchproc
 
 import (

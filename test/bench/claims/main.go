@@ -40,14 +40,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/netpool/netpool/cni-plugin/agent"
 	"github.com/netpool/netpool/cni-plugin/agentproto"
 	"github.com/netpool/netpool/cni-plugin/ipamplugin"
 	"github.com/netpool/netpool/internal/podowner"
-	"github.com/netpool/netpool/internal/scheme"
+	"github.com/netpool/netpool/test/bench/benchenv"
+	"github.com/netpool/netpool/test/bench/benchproc"
 )
 
 func main() {
@@ -125,36 +125,20 @@ type row struct {
 }
 
 func run(ctx context.Context, adds int) ([]row, error) {
-	root, err := output("go", "list", "-m", "-f", "{{.Dir}}")
+	root, err := benchenv.Root()
 	if err != nil {
 		return nil, err
 	}
-	claimsDir, err := output("go", "list", "-m", "-f", "{{.Dir}}", "github.com/k8snetworkplumbingwg/ipamclaims")
+	claimsDir, err := benchproc.Output(exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/k8snetworkplumbingwg/ipamclaims"))
 	if err != nil {
 		return nil, err
 	}
-	assets, err := output("bash", filepath.Join(root, "hack", "envtest-binaries.sh"))
+	plane, err := benchenv.Start(root, benchenv.Options{CRDDirs: []string{filepath.Join(claimsDir, "artifacts")}, QPS: 1000, Burst: 2000})
 	if err != nil {
 		return nil, err
 	}
-	registry, err := scheme.New()
-	if err != nil {
-		return nil, err
-	}
-	env := &crenvtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join(root, "crds", "bases"), filepath.Join(claimsDir, "artifacts")},
-		ErrorIfCRDPathMissing: true, BinaryAssetsDirectory: assets, Scheme: registry,
-	}
-	cfg, err := env.Start()
-	if err != nil {
-		return nil, fmt.Errorf("failed to start envtest: %w", err)
-	}
-	defer func() { _ = env.Stop() }()
-	cfg.QPS, cfg.Burst = 1000, 2000
-	c, err := client.New(cfg, client.Options{Scheme: registry})
-	if err != nil {
-		return nil, err
-	}
+	defer func() { _ = plane.Stop() }()
+	cfg, c := plane.Config, plane.Client
 	dir, err := os.MkdirTemp("", "npbc")
 	if err != nil {
 		return nil, err
@@ -347,14 +331,4 @@ func print(w io.Writer, rows []row, adds int) bool {
 	fmt.Fprintf(w, "target: a claim's first ADD costs at most 1 read (the claim) and 1 write (its status) more than an opt-in ADD: +%.2f reads, +%.2f writes: %s\n",
 		claim[0]-base[0], claim[1]-base[1], verdict)
 	return ok
-}
-
-func output(name string, args ...string) (string, error) {
-	var stdout, stderr bytes.Buffer
-	cmd := exec.Command(name, args...)
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("%s: %w\n%s", strings.Join(cmd.Args, " "), err, stderr.Bytes())
-	}
-	return strings.TrimSpace(stdout.String()), nil
 }

@@ -32,12 +32,11 @@ import (
 	"github.com/go-logr/logr"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
 	"github.com/netpool/netpool/internal/ippool"
-	"github.com/netpool/netpool/internal/scheme"
+	"github.com/netpool/netpool/test/bench/benchenv"
 )
 
 type options struct {
@@ -79,7 +78,7 @@ func output(cmd *exec.Cmd) (string, error) {
 }
 
 func run(ctx context.Context, o options) (bool, error) {
-	root, err := output(exec.Command("go", "list", "-m", "-f", "{{.Dir}}"))
+	root, err := benchenv.Root()
 	if err != nil {
 		return false, err
 	}
@@ -99,28 +98,14 @@ func run(ctx context.Context, o options) (bool, error) {
 	if out, err := build.CombinedOutput(); err != nil {
 		return false, fmt.Errorf("failed to build netpoolctl: %w\n%s", err, out)
 	}
-	assets, err := output(exec.Command("bash", filepath.Join(root, "hack", "envtest-binaries.sh")))
-	if err != nil {
-		return false, fmt.Errorf("failed to get the envtest binaries: %w", err)
-	}
-	scheme, err := scheme.New()
+	plane, err := benchenv.Start(root, benchenv.Options{QPS: 2000, Burst: 4000})
 	if err != nil {
 		return false, err
 	}
-	env := &crenvtest.Environment{CRDDirectoryPaths: []string{filepath.Join(root, "crds", "bases")}, ErrorIfCRDPathMissing: true,
-		BinaryAssetsDirectory: assets, Scheme: scheme}
-	cfg, err := env.Start()
-	if err != nil {
-		return false, fmt.Errorf("failed to start envtest: %w", err)
-	}
-	defer env.Stop()
-	cfg.QPS, cfg.Burst = 2000, 4000
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		return false, err
-	}
+	defer plane.Stop()
+	c := plane.Client
 	kubeconfig := filepath.Join(dir, "admin.kubeconfig")
-	if err := os.WriteFile(kubeconfig, env.KubeConfig, 0o600); err != nil {
+	if err := plane.WriteKubeconfig(kubeconfig); err != nil {
 		return false, err
 	}
 	start := time.Now()

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -37,16 +36,6 @@ netpool_gc_sweeps_total 3
 	}
 	if _, err := releases("127.0.0.1:1"); err == nil {
 		t.Fatal("an unreachable controller was read")
-	}
-}
-
-func TestPeakRSS(t *testing.T) {
-	rss, err := peakRSS(os.Getpid())
-	if err != nil || rss < 1<<20 {
-		t.Fatalf("peakRSS = %d, %v", rss, err)
-	}
-	if _, err := peakRSS(-1); err == nil {
-		t.Fatal("a missing process has a peak")
 	}
 }
 

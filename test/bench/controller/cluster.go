@@ -12,9 +12,8 @@ import (
 
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/netpool/netpool/internal/scheme"
+	"github.com/netpool/netpool/test/bench/benchenv"
 	"github.com/netpool/netpool/test/bench/benchproc"
 )
 
@@ -22,7 +21,7 @@ import (
 type cluster struct {
 	root       string // the checkout
 	dir        string // work directory: kubeconfig, the controller's log
-	env        *crenvtest.Environment
+	plane      *benchenv.ControlPlane
 	cfg        *rest.Config
 	client     client.WithWatch
 	kubeconfig string
@@ -43,7 +42,7 @@ type controllerProc struct {
 // startCluster starts kube-apiserver and etcd with netpool's CRDs and the NAD CRD, and builds the
 // controller (or takes it from o.binDir). On error the returned cluster, if any, must be stopped.
 func startCluster(o options) (*cluster, error) {
-	root, err := benchproc.Output(exec.Command("go", "list", "-m", "-f", "{{.Dir}}"))
+	root, err := benchenv.Root()
 	if err != nil {
 		return nil, err
 	}
@@ -55,27 +54,12 @@ func startCluster(o options) (*cluster, error) {
 	if err := c.build(o.binDir); err != nil {
 		return c, err
 	}
-	assets, err := benchproc.Output(exec.Command("bash", filepath.Join(root, "hack", "envtest-binaries.sh")))
-	if err != nil {
-		return c, fmt.Errorf("failed to get the envtest binaries: %w", err)
-	}
-	s, err := scheme.New()
-	if err != nil {
+	if c.plane, err = benchenv.Start(root, benchenv.Options{NAD: true, QPS: 2000, Burst: 4000}); err != nil {
 		return c, err
 	}
-	c.env = &crenvtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join(root, "crds", "bases"), filepath.Join(root, "controller", "testdata")},
-		ErrorIfCRDPathMissing: true, BinaryAssetsDirectory: assets, Scheme: s,
-	}
-	if c.cfg, err = c.env.Start(); err != nil {
-		return c, fmt.Errorf("failed to start envtest: %w", err)
-	}
-	c.cfg.QPS, c.cfg.Burst = 2000, 4000
-	if c.client, err = client.NewWithWatch(c.cfg, client.Options{Scheme: s}); err != nil {
-		return c, err
-	}
+	c.cfg, c.client = c.plane.Config, c.plane.Client
 	c.kubeconfig = filepath.Join(dir, "admin.kubeconfig")
-	return c, os.WriteFile(c.kubeconfig, c.env.KubeConfig, 0o600)
+	return c, c.plane.WriteKubeconfig(c.kubeconfig)
 }
 
 // build compiles cmd/netpool-controller into the work directory, or uses dir.
@@ -161,8 +145,8 @@ func (c *cluster) stop(keep bool) error {
 			}
 		}
 	}
-	if c.env != nil {
-		errs = append(errs, c.env.Stop())
+	if c.plane != nil {
+		errs = append(errs, c.plane.Stop())
 	}
 	if keep {
 		fmt.Fprintln(os.Stderr, "bench: work directory kept:", c.dir)

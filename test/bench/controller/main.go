@@ -19,12 +19,10 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
-	"github.com/go-logr/logr"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"github.com/netpool/netpool/test/bench/benchenv"
+	"github.com/netpool/netpool/test/bench/benchproc"
 )
 
 // options are the bench's flags.
@@ -66,8 +64,7 @@ func main() {
 		os.Exit(2)
 	}
 
-	ctrllog.SetLogger(logr.Discard()) // envtest's own logs add nothing to the table
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := benchenv.Context()
 	defer stop()
 	rep, err := run(ctx, o)
 	if err != nil {
@@ -122,9 +119,10 @@ func run(ctx context.Context, o options) (*report, error) {
 	if err := measureLatency(ctx, c, o, w, rep); err != nil {
 		return nil, err
 	}
-	rep.peakRSS, err = peakRSS(c.controller.cmd.Process.Pid)
+	p, err := benchproc.ReadProc(c.controller.cmd.Process.Pid)
 	if err != nil {
 		return nil, err
 	}
+	rep.peakRSS = p.HWM
 	return rep, nil
 }

@@ -10,16 +10,12 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
-	"github.com/go-logr/logr"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"github.com/netpool/netpool/test/bench/benchenv"
 )
 
 // options are the bench's flags.
@@ -44,8 +40,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench: -routers, -changes and -concurrency must be positive, and -changes at most -routers")
 		os.Exit(2)
 	}
-	ctrllog.SetLogger(logr.Discard())
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := benchenv.Context()
 	defer stop()
 	rep, err := run(ctx, o)
 	if err != nil {

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -19,11 +17,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/netpool/netpool/controller"
 	networkv1 "github.com/netpool/netpool/crds/network/v1"
-	"github.com/netpool/netpool/internal/scheme"
+	"github.com/netpool/netpool/test/bench/benchenv"
 )
 
 // namespace holds the bench's routers.
@@ -31,33 +28,16 @@ const namespace = "egress-bench"
 
 // run starts the control plane and the controller, measures, and tears everything down.
 func run(ctx context.Context, o options) (*report, error) {
-	root, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}").Output()
-	if err != nil {
-		return nil, fmt.Errorf("failed to find the module root: %w", err)
-	}
-	dir := strings.TrimSpace(string(root))
-	assets, err := exec.Command("bash", filepath.Join(dir, "hack", "envtest-binaries.sh")).Output()
-	if err != nil {
-		return nil, fmt.Errorf("failed to get the envtest binaries: %w", err)
-	}
-	s, err := scheme.New()
+	root, err := benchenv.Root()
 	if err != nil {
 		return nil, err
 	}
-	env := &crenvtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join(dir, "crds", "bases"), filepath.Join(dir, "controller", "testdata")},
-		ErrorIfCRDPathMissing: true, BinaryAssetsDirectory: strings.TrimSpace(string(assets)), Scheme: s,
-	}
-	cfg, err := env.Start()
-	if err != nil {
-		return nil, fmt.Errorf("failed to start envtest: %w", err)
-	}
-	defer func() { _ = env.Stop() }() // the bench's figures are printed either way
-	cfg.QPS, cfg.Burst = 2000, 4000
-	c, err := client.NewWithWatch(cfg, client.Options{Scheme: s})
+	plane, err := benchenv.Start(root, benchenv.Options{NAD: true, QPS: 2000, Burst: 4000})
 	if err != nil {
 		return nil, err
 	}
+	defer func() { _ = plane.Stop() }() // the bench's figures are printed either way
+	cfg, c := plane.Config, plane.Client
 	opts := controller.DefaultOptions()
 	opts.LeaderElection = false
 	opts.MetricsBindAddress, opts.HealthProbeBindAddress = "0", "0"

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,22 +9,20 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strings"
 	"syscall"
 	"time"
 
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/netpool/netpool/internal/scheme"
+	"github.com/netpool/netpool/test/bench/benchenv"
 )
 
 // cluster is the envtest control plane, the binaries and the agents of one run.
 type cluster struct {
 	root       string // the checkout
 	dir        string // work directory: kubeconfig, sockets, agent logs
-	env        *crenvtest.Environment
+	plane      *benchenv.ControlPlane
 	cfg        *rest.Config
 	client     client.Client
 	kubeconfig string
@@ -43,7 +40,7 @@ type agentProc struct {
 
 // startCluster starts the control plane and nodes agents (node-0, node-1, ...).
 func startCluster(ctx context.Context, o options, nodes int) (*cluster, error) {
-	root, err := goOutput("list", "-m", "-f", "{{.Dir}}")
+	root, err := benchenv.Root()
 	if err != nil {
 		return nil, err
 	}
@@ -55,27 +52,12 @@ func startCluster(ctx context.Context, o options, nodes int) (*cluster, error) {
 	if err := c.binaries(o.binDir); err != nil {
 		return c, err
 	}
-	assets, err := run1(exec.Command("bash", filepath.Join(root, "hack", "envtest-binaries.sh")))
-	if err != nil {
-		return c, fmt.Errorf("failed to get the envtest binaries: %w", err)
-	}
-	kinds, err := scheme.New()
-	if err != nil {
+	if c.plane, err = benchenv.Start(root, benchenv.Options{QPS: 1000, Burst: 2000}); err != nil {
 		return c, err
 	}
-	c.env = &crenvtest.Environment{
-		CRDDirectoryPaths: []string{filepath.Join(root, "crds", "bases")}, ErrorIfCRDPathMissing: true,
-		BinaryAssetsDirectory: strings.TrimSpace(assets), Scheme: kinds,
-	}
-	if c.cfg, err = c.env.Start(); err != nil {
-		return c, fmt.Errorf("failed to start envtest: %w", err)
-	}
-	c.cfg.QPS, c.cfg.Burst = 1000, 2000
-	if c.client, err = client.New(c.cfg, client.Options{Scheme: kinds}); err != nil {
-		return c, err
-	}
+	c.cfg, c.client = c.plane.Config, c.plane.Client
 	c.kubeconfig = filepath.Join(dir, "admin.kubeconfig")
-	if err := os.WriteFile(c.kubeconfig, c.env.KubeConfig, 0o600); err != nil {
+	if err := c.plane.WriteKubeconfig(c.kubeconfig); err != nil {
 		return c, err
 	}
 	for i := range nodes {
@@ -170,14 +152,25 @@ func (c *cluster) stopAgent(a *agentProc) error {
 	}
 }
 
+// close stops the cluster and says so on standard output, beside the tables: an error in stopping
+// and, with keep, the work directory it leaves.
+func (c *cluster) close(keep bool) {
+	if err := c.stop(keep); err != nil {
+		fmt.Println("bench: stopping:", err)
+	}
+	if keep {
+		fmt.Println("work directory:", c.dir)
+	}
+}
+
 // stop ends the agents (SIGTERM, their graceful shutdown) and the control plane.
 func (c *cluster) stop(keep bool) error {
 	var errs []error
 	for _, a := range slices.Clone(c.agents) {
 		errs = append(errs, c.stopAgent(a))
 	}
-	if c.env != nil {
-		if err := c.env.Stop(); err != nil {
+	if c.plane != nil {
+		if err := c.plane.Stop(); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -185,18 +178,4 @@ func (c *cluster) stop(keep bool) error {
 		errs = append(errs, os.RemoveAll(c.dir))
 	}
 	return errors.Join(errs...)
-}
-
-func goOutput(args ...string) (string, error) {
-	out, err := run1(exec.Command("go", args...))
-	return strings.TrimSpace(out), err
-}
-
-func run1(cmd *exec.Cmd) (string, error) {
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("%s: %w\n%s", strings.Join(cmd.Args, " "), err, stderr.Bytes())
-	}
-	return stdout.String(), nil
 }

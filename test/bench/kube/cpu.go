@@ -1,17 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"syscall"
 	"time"
-)
 
-// clockTicks is USER_HZ, the unit of utime and stime in /proc/<pid>/stat (100 on Linux).
-const clockTicks = 100
+	"github.com/netpool/netpool/test/bench/benchproc"
+)
 
 // cpuSnapshot is the CPU time used so far by each part of the run.
 type cpuSnapshot struct {
@@ -41,7 +36,7 @@ func takeCPU(agentPIDs []int) cpuSnapshot {
 	for _, pid := range agentPIDs {
 		s.agents += procCPU(pid)
 	}
-	for _, pid := range childrenNamed(os.Getpid(), "kube-apiserver", "etcd") {
+	for _, pid := range benchproc.ChildrenNamed(os.Getpid(), "kube-apiserver", "etcd") {
 		s.controlPlane += procCPU(pid)
 	}
 	return s
@@ -51,49 +46,8 @@ func tv(t syscall.Timeval) time.Duration {
 	return time.Duration(t.Sec)*time.Second + time.Duration(t.Usec)*time.Microsecond
 }
 
-// procCPU is utime+stime of a live process.
+// procCPU is utime+stime of a live process; one that is gone counts zero.
 func procCPU(pid int) time.Duration {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0
-	}
-	end := bytes.LastIndexByte(b, ')')
-	if end < 0 {
-		return 0
-	}
-	f := strings.Fields(string(b[end+1:])) // state ppid ... utime is field 14 of the line, 12 here
-	if len(f) < 13 {
-		return 0
-	}
-	u, _ := strconv.ParseInt(f[11], 10, 64)
-	s, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(u+s) * time.Second / clockTicks
-}
-
-// childrenNamed returns the PIDs of parent's children whose command name is one of names.
-func childrenNamed(parent int, names ...string) []int {
-	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
-	var out []int
-	for _, p := range stats {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			continue
-		}
-		open, end := bytes.IndexByte(b, '('), bytes.LastIndexByte(b, ')')
-		if open < 0 || end < open {
-			continue
-		}
-		f := strings.Fields(string(b[end+1:]))
-		if len(f) < 2 || f[1] != strconv.Itoa(parent) {
-			continue
-		}
-		comm := string(b[open+1 : end])
-		for _, n := range names {
-			if comm == n {
-				pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(p)))
-				out = append(out, pid)
-			}
-		}
-	}
-	return out
+	p, _ := benchproc.ReadProc(pid)
+	return p.CPU
 }

@@ -7,13 +7,10 @@ import (
 	"io"
 	"net/http"
 	"net/netip"
-	"os"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"text/tabwriter"
 	"time"
 
@@ -24,6 +21,8 @@ import (
 
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
 	"github.com/netpool/netpool/ipam"
+	"github.com/netpool/netpool/test/bench/benchproc"
+	"github.com/netpool/netpool/test/bench/fanout"
 )
 
 // The large scenario: one node's agent serving a pool that holds -large-count reservations.
@@ -61,7 +60,7 @@ type largePhase struct {
 	failures     int
 	firstFailure string
 	duplicates   int
-	hwm, rss     int64 // agent's VmHWM and VmRSS in KiB, read after the DELs
+	hwm, rss     int64 // agent's VmHWM and VmRSS in bytes, read after the DELs
 }
 
 type objSize struct {
@@ -79,14 +78,7 @@ func runLarge(ctx context.Context, o options) (*largeReport, error) {
 	}
 	c, err := startCluster(ctx, o, 0)
 	if c != nil {
-		defer func() {
-			if err := c.stop(o.keep); err != nil {
-				fmt.Println("bench: stopping:", err)
-			}
-			if o.keep {
-				fmt.Println("work directory:", c.dir)
-			}
-		}()
+		defer c.close(o.keep)
 	}
 	if err != nil {
 		return nil, err
@@ -138,40 +130,31 @@ func largeRun(ctx context.Context, c *cluster, o options, conf, tag string, ph *
 	var mu sync.Mutex
 	held := map[string]bool{}
 	call := func(verb string, lat *[]time.Duration) {
-		var next atomic.Int64
-		var wg sync.WaitGroup
-		for range o.largeConcurrency {
-			wg.Go(func() {
-				for {
-					i := int(next.Add(1) - 1)
-					if i >= o.largeADDs {
-						return
-					}
-					t := time.Now()
-					ip, err := pluginCall(ctx, c.plugin, verb, fmt.Sprintf("%s-%d", tag, i), i, conf)
-					d := time.Since(t)
-					mu.Lock()
-					*lat = append(*lat, d)
-					switch {
-					case err != nil:
-						ph.failures++
-						if ph.firstFailure == "" {
-							ph.firstFailure = err.Error()
-						}
-					case verb == "ADD" && held[ip]:
-						ph.duplicates++
-					case verb == "ADD":
-						held[ip] = true
-					}
-					mu.Unlock()
+		fanout.Each(o.largeADDs, o.largeConcurrency, func(i int) {
+			t := time.Now()
+			ip, err := pluginCall(ctx, c.plugin, verb, fmt.Sprintf("%s-%d", tag, i), i, conf)
+			d := time.Since(t)
+			mu.Lock()
+			defer mu.Unlock()
+			*lat = append(*lat, d)
+			switch {
+			case err != nil:
+				ph.failures++
+				if ph.firstFailure == "" {
+					ph.firstFailure = err.Error()
 				}
-			})
-		}
-		wg.Wait()
+			case verb == "ADD" && held[ip]:
+				ph.duplicates++
+			case verb == "ADD":
+				held[ip] = true
+			}
+		})
 	}
 	call("ADD", &ph.add)
 	call("DEL", &ph.del)
-	ph.hwm, ph.rss = procMem(a.cmd.Process.Pid)
+	// A gone agent reads as zero here; stopAgent then reports how it exited.
+	mem, _ := benchproc.ReadProc(a.cmd.Process.Pid)
+	ph.hwm, ph.rss = mem.HWM, mem.RSS
 	return c.stopAgent(a)
 }
 
@@ -245,33 +228,22 @@ func fill(ctx context.Context, c *cluster, o options, pool *ipamv1.IPPool, rep *
 			},
 		})
 	}
-	var next atomic.Int64
 	var mu sync.Mutex
-	var wg sync.WaitGroup
 	start := time.Now()
-	for range o.concurrency {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= len(objs) {
-					return
-				}
-				err := createRetrying(ctx, c.client, objs[i])
-				if _, slice := objs[i].(*ipamv1.IPPoolSlice); slice && apierrors.IsAlreadyExists(err) {
-					err = nil // the empty phase left this block with the node
-				}
-				if err != nil {
-					mu.Lock()
-					rep.fillFails++
-					if rep.firstFillFailure == "" {
-						rep.firstFillFailure = err.Error()
-					}
-					mu.Unlock()
-				}
+	fanout.Each(len(objs), o.concurrency, func(i int) {
+		err := createRetrying(ctx, c.client, objs[i])
+		if _, slice := objs[i].(*ipamv1.IPPoolSlice); slice && apierrors.IsAlreadyExists(err) {
+			err = nil // the empty phase left this block with the node
+		}
+		if err != nil {
+			mu.Lock()
+			rep.fillFails++
+			if rep.firstFillFailure == "" {
+				rep.firstFillFailure = err.Error()
 			}
-		})
-	}
-	wg.Wait()
+			mu.Unlock()
+		}
+	})
 	rep.fillWall = time.Since(start)
 	rep.fillReservations, rep.fillSlices = len(addrs), len(blocks)
 	if rep.fillFails > 0 {
@@ -388,28 +360,6 @@ func get(ctx context.Context, hc *http.Client, url string) ([]byte, error) {
 	return body, err
 }
 
-// procMem reads VmHWM (peak resident set) and VmRSS of a process, in KiB.
-func procMem(pid int) (hwm, rss int64) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
-	if err != nil {
-		return 0, 0
-	}
-	for line := range strings.SplitSeq(string(b), "\n") {
-		k, v, ok := strings.Cut(line, ":")
-		if !ok {
-			continue
-		}
-		n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-		switch k {
-		case "VmHWM":
-			hwm = n
-		case "VmRSS":
-			rss = n
-		}
-	}
-	return hwm, rss
-}
-
 func (r *largeReport) p50Ratio() float64 {
 	return ratio(quantile(r.full.add, 0.5), quantile(r.empty.add, 0.5))
 }
@@ -465,7 +415,7 @@ func (r *largeReport) print(w io.Writer, o options) {
 	pair := func(q float64, a, b []time.Duration) string {
 		return ms(quantile(a, q)) + " / " + ms(quantile(b, q))
 	}
-	mib := func(kib int64) string { return fmt.Sprintf("%.0f MiB", float64(kib)/1024) }
+	mib := func(b int64) string { return fmt.Sprintf("%.0f MiB", float64(b)/(1<<20)) }
 	n := o.largeCount
 	fmt.Fprintf(tw, "measure (large pool: one node, %s)\tvalue\ttarget\t\n", o.largeRange)
 	fmt.Fprintf(tw, "pool %s: capacity, blocks\t%d addresses, %d blocks of %d\t\t\n", r.pool, r.capacity, r.blocks, r.blockSize)
@@ -505,13 +455,14 @@ func (r *largeReport) print(w io.Writer, o options) {
 	}
 }
 
-// loadAvg returns the machine's load averages over 1, 5 and 15 minutes.
+// loadAvg returns the machine's load averages over 1, 5 and 15 minutes, as /proc/loadavg writes
+// them.
 func loadAvg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if f := strings.Fields(string(b)); err == nil && len(f) >= 3 {
-		return strings.Join(f[:3], " ")
+	one, five, fifteen, err := benchproc.LoadAvg()
+	if err != nil {
+		return "unknown"
 	}
-	return "unknown"
+	return fmt.Sprintf("%.2f %.2f %.2f", one, five, fifteen)
 }
 
 func first(s []time.Duration) time.Duration {

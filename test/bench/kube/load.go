@@ -22,6 +22,7 @@ import (
 
 	"github.com/netpool/netpool/cni-plugin/agentproto"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
+	"github.com/netpool/netpool/test/bench/fanout"
 )
 
 // report is what one run measured.
@@ -47,14 +48,7 @@ type report struct {
 func run(ctx context.Context, o options) (*report, error) {
 	c, err := startCluster(ctx, o, o.nodes)
 	if c != nil {
-		defer func() {
-			if err := c.stop(o.keep); err != nil {
-				fmt.Println("bench: stopping:", err)
-			}
-			if o.keep {
-				fmt.Println("work directory:", c.dir)
-			}
-		}()
+		defer c.close(o.keep)
 	}
 	if err != nil {
 		return nil, err
@@ -93,28 +87,21 @@ func run(ctx context.Context, o options) (*report, error) {
 
 // ceiling creates o.ceiling tiny reservations from this warm process, o.concurrency at a time.
 func ceiling(ctx context.Context, c *cluster, o options, rep *report) error {
-	var next, fails atomic.Int64
-	var wg sync.WaitGroup
+	var fails atomic.Int64
 	start := time.Now()
-	for range o.concurrency {
-		wg.Go(func() {
-			for {
-				i := next.Add(1) - 1
-				if i >= int64(o.ceiling) {
-					return
-				}
-				r := &ipamv1.OverlappingRangeIPReservation{
-					ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("ceiling.%d", i)},
-					Spec: ipamv1.OverlappingRangeIPReservationSpec{Address: "192.0.2.1", Pool: "ceiling",
-						ContainerID: fmt.Sprintf("c%d", i), IfName: "net1", Node: "ceiling"},
-				}
-				if err := c.client.Create(ctx, r); err != nil {
-					fails.Add(1)
-				}
-			}
-		})
-	}
-	wg.Wait()
+	fanout.Each(o.ceiling, o.concurrency, func(i int) {
+		// The API server admits a reservation only under its address's name: one address each,
+		// counted up from 198.18.0.0 (the benchmarking range).
+		a := netip.AddrFrom4([4]byte{198, 18 + byte(i>>16), byte(i >> 8), byte(i)})
+		r := &ipamv1.OverlappingRangeIPReservation{
+			ObjectMeta: metav1.ObjectMeta{Name: ipamv1.ReservationName("ceiling", a)},
+			Spec: ipamv1.OverlappingRangeIPReservationSpec{Address: a.String(), Pool: "ceiling",
+				ContainerID: fmt.Sprintf("c%d", i), IfName: "net1", Node: "ceiling"},
+		}
+		if err := c.client.Create(ctx, r); err != nil {
+			fails.Add(1)
+		}
+	})
 	rep.ceilingRate = float64(o.ceiling) / time.Since(start).Seconds()
 	rep.ceilingFails = int(fails.Load())
 	return nil
@@ -122,40 +109,29 @@ func ceiling(ctx context.Context, c *cluster, o options, rep *report) error {
 
 // adds runs o.adds plugin processes, o.concurrency at a time, attachment i on node i mod o.nodes.
 func adds(ctx context.Context, c *cluster, o options, rep *report) error {
-	var next atomic.Int64
 	var mu sync.Mutex
 	held := map[string]int{}
-	var wg sync.WaitGroup
 	start := time.Now()
-	for range o.concurrency {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= o.adds {
-					return
-				}
-				a := c.agents[i%len(c.agents)]
-				t0 := time.Now()
-				ip, err := pluginADD(ctx, c.plugin, a.socket, o.cidr, i)
-				d := time.Since(t0)
-				mu.Lock()
-				rep.lat = append(rep.lat, d)
-				if err != nil {
-					rep.failures++
-					if rep.firstFailure == "" {
-						rep.firstFailure = err.Error()
-					}
-				} else {
-					held[ip]++
-					if held[ip] == 2 {
-						rep.duplicates++
-					}
-				}
-				mu.Unlock()
+	fanout.Each(o.adds, o.concurrency, func(i int) {
+		a := c.agents[i%len(c.agents)]
+		t0 := time.Now()
+		ip, err := pluginADD(ctx, c.plugin, a.socket, o.cidr, i)
+		d := time.Since(t0)
+		mu.Lock()
+		defer mu.Unlock()
+		rep.lat = append(rep.lat, d)
+		if err != nil {
+			rep.failures++
+			if rep.firstFailure == "" {
+				rep.firstFailure = err.Error()
 			}
-		})
-	}
-	wg.Wait()
+		} else {
+			held[ip]++
+			if held[ip] == 2 {
+				rep.duplicates++
+			}
+		}
+	})
 	rep.wall = time.Since(start)
 	rep.addRate = float64(o.adds) / rep.wall.Seconds()
 	return nil
@@ -218,28 +194,18 @@ func verify(ctx context.Context, c *cluster, o options, rep *report) error {
 // socketADDs sends o.adds ADDs straight to the agents' sockets (the plugin's request, without the
 // plugin process) into a second pool, o.concurrency at a time.
 func socketADDs(ctx context.Context, c *cluster, o options, rep *report) error {
-	var next, fails atomic.Int64
-	var wg sync.WaitGroup
+	var fails atomic.Int64
 	start := time.Now()
-	for range o.concurrency {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= o.adds {
-					return
-				}
-				a := c.agents[i%len(c.agents)]
-				req := &agentproto.Request{Verb: agentproto.VerbAdd, ContainerID: fmt.Sprintf("socket-%d", i), IfName: "net1",
-					Stdin: fmt.Appendf(nil, `{"cniVersion":"1.1.0","name":"bench","ipam":{"type":"netpool","range":"10.201.0.0/20",`+
-						`"datastore":"kubernetes","kubernetes":{"agent_socket":%q}}}`, a.socket)}
-				resp, err := agentproto.Call(ctx, a.socket, req)
-				if err != nil || resp.Error != nil {
-					fails.Add(1)
-				}
-			}
-		})
-	}
-	wg.Wait()
+	fanout.Each(o.adds, o.concurrency, func(i int) {
+		a := c.agents[i%len(c.agents)]
+		req := &agentproto.Request{Verb: agentproto.VerbAdd, ContainerID: fmt.Sprintf("socket-%d", i), IfName: "net1",
+			Stdin: fmt.Appendf(nil, `{"cniVersion":"1.1.0","name":"bench","ipam":{"type":"netpool","range":"10.201.0.0/20",`+
+				`"datastore":"kubernetes","kubernetes":{"agent_socket":%q}}}`, a.socket)}
+		resp, err := agentproto.Call(ctx, a.socket, req)
+		if err != nil || resp.Error != nil {
+			fails.Add(1)
+		}
+	})
 	rep.socketRate = float64(o.adds) / time.Since(start).Seconds()
 	if n := fails.Load(); n > 0 {
 		return fmt.Errorf("%d ADDs sent to the sockets failed", n)
@@ -250,22 +216,16 @@ func socketADDs(ctx context.Context, c *cluster, o options, rep *report) error {
 // execFloor runs o.adds plugin processes that answer VERSION only, o.concurrency at a time: the
 // cost of starting the plugin, which every design that execs it per ADD pays.
 func execFloor(ctx context.Context, c *cluster, o options, rep *report) error {
-	var next, fails atomic.Int64
-	var wg sync.WaitGroup
+	var fails atomic.Int64
 	start := time.Now()
-	for range o.concurrency {
-		wg.Go(func() {
-			for next.Add(1) <= int64(o.adds) {
-				cmd := exec.CommandContext(ctx, c.plugin)
-				cmd.Env = []string{"CNI_COMMAND=VERSION"}
-				cmd.Stdin = strings.NewReader(`{"cniVersion":"1.1.0"}`)
-				if err := cmd.Run(); err != nil {
-					fails.Add(1)
-				}
-			}
-		})
-	}
-	wg.Wait()
+	fanout.Each(o.adds, o.concurrency, func(int) {
+		cmd := exec.CommandContext(ctx, c.plugin)
+		cmd.Env = []string{"CNI_COMMAND=VERSION"}
+		cmd.Stdin = strings.NewReader(`{"cniVersion":"1.1.0"}`)
+		if err := cmd.Run(); err != nil {
+			fails.Add(1)
+		}
+	})
 	rep.execRate = float64(o.adds) / time.Since(start).Seconds()
 	if n := fails.Load(); n > 0 {
 		return fmt.Errorf("%d VERSION calls failed", n)

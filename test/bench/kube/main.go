@@ -19,16 +19,12 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
-	"github.com/go-logr/logr"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"github.com/netpool/netpool/test/bench/benchenv"
 )
 
 type options struct {
@@ -71,8 +67,7 @@ func main() {
 		os.Exit(2)
 	}
 
-	ctrllog.SetLogger(logr.Discard()) // controller-runtime's envtest logs nothing the table needs
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := benchenv.Context()
 	cleanups = append(cleanups, stop)
 	if *scenario == "all" && o.binDir == "" {
 		// Both scenarios run the same binaries: build them once.
@@ -124,7 +119,7 @@ func exit(code int) {
 
 // sharedBinaries builds netpool and netpool-agent into a new temporary directory.
 func sharedBinaries() (string, error) {
-	root, err := goOutput("list", "-m", "-f", "{{.Dir}}")
+	root, err := benchenv.Root()
 	if err != nil {
 		return "", err
 	}

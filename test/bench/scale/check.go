@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
+	"github.com/netpool/netpool/test/bench/fanout"
 )
 
 // verdict is the final LIST against the ledger.
@@ -103,23 +103,13 @@ func rawCreates(ctx context.Context, c *cluster, s *sampler, name string, n, par
 	if b.before, err = s.take(ctx); err != nil {
 		return nil, err
 	}
-	var next, fails atomic.Int64
-	var wg sync.WaitGroup
+	var fails atomic.Int64
 	began := time.Now()
-	for range parallel {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= n {
-					return
-				}
-				if err := c.client.Create(ctx, mk(i)); err != nil {
-					fails.Add(1)
-				}
-			}
-		})
-	}
-	wg.Wait()
+	fanout.Each(n, parallel, func(i int) {
+		if err := c.client.Create(ctx, mk(i)); err != nil {
+			fails.Add(1)
+		}
+	})
 	b.wall = time.Since(began)
 	if b.after, err = s.take(ctx); err != nil {
 		return nil, err

@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -20,14 +19,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
+	"github.com/netpool/netpool/test/bench/benchenv"
 	"github.com/netpool/netpool/test/bench/benchproc"
 )
 
@@ -41,7 +38,7 @@ const (
 type cluster struct {
 	root       string // the checkout
 	dir        string // work directory: binaries, kubeconfig, logs
-	env        *crenvtest.Environment
+	plane      *benchenv.ControlPlane
 	cfg        *rest.Config // the admin's
 	client     client.Client
 	kubeconfig string
@@ -56,7 +53,7 @@ type cluster struct {
 // agent's namespace, RBAC and node-isolation policy from deploy/base. On error the returned cluster,
 // if any, must be stopped.
 func startCluster(o options) (*cluster, error) {
-	root, err := benchproc.Output(exec.Command("go", "list", "-m", "-f", "{{.Dir}}"))
+	root, err := benchenv.Root()
 	if err != nil {
 		return nil, err
 	}
@@ -68,38 +65,22 @@ func startCluster(o options) (*cluster, error) {
 	if err := c.build(o.binDir); err != nil {
 		return c, err
 	}
-	assets, err := benchproc.Output(exec.Command("bash", filepath.Join(root, "hack", "envtest-binaries.sh")))
-	if err != nil {
-		return c, fmt.Errorf("failed to get the envtest binaries: %w", err)
-	}
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, ipamv1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			return c, err
-		}
-	}
-	c.env = &crenvtest.Environment{
-		CRDDirectoryPaths: []string{filepath.Join(root, "crds", "bases"), filepath.Join(root, "controller", "testdata"),
-			filepath.Join(root, "test", "bench", "scale", "testdata")},
-		ErrorIfCRDPathMissing: true, BinaryAssetsDirectory: assets, Scheme: scheme,
-	}
-	api := c.env.ControlPlane.GetAPIServer()
 	// Every hollow agent keeps its watches open and may have a request in flight: the defaults
 	// (400 and 200) would turn a rollout into 429s on the bench rather than on the design.
-	api.Configure().
-		Set("max-requests-inflight", strconv.Itoa(max(400, o.nodes))).
-		Set("max-mutating-requests-inflight", strconv.Itoa(max(200, o.nodes/2)))
-	c.env.ControlPlane.Etcd = &crenvtest.Etcd{}
-	c.env.ControlPlane.Etcd.Configure().Set("quota-backend-bytes", strconv.FormatInt(8<<30, 10))
-	if c.cfg, err = c.env.Start(); err != nil {
-		return c, fmt.Errorf("failed to start envtest: %w", err)
+	sized := func(env *crenvtest.Environment) {
+		env.ControlPlane.GetAPIServer().Configure().
+			Set("max-requests-inflight", strconv.Itoa(max(400, o.nodes))).
+			Set("max-mutating-requests-inflight", strconv.Itoa(max(200, o.nodes/2)))
+		env.ControlPlane.Etcd = &crenvtest.Etcd{}
+		env.ControlPlane.Etcd.Configure().Set("quota-backend-bytes", strconv.FormatInt(8<<30, 10))
 	}
-	c.cfg.QPS, c.cfg.Burst = 5000, 10000
-	if c.client, err = client.New(c.cfg, client.Options{Scheme: scheme}); err != nil {
+	if c.plane, err = benchenv.Start(root, benchenv.Options{NAD: true, CRDDirs: []string{"test/bench/scale/testdata"},
+		QPS: 5000, Burst: 10000, Configure: sized}); err != nil {
 		return c, err
 	}
+	c.cfg, c.client = c.plane.Config, c.plane.Client
 	c.kubeconfig = filepath.Join(dir, "admin.kubeconfig")
-	if err := os.WriteFile(c.kubeconfig, c.env.KubeConfig, 0o600); err != nil {
+	if err := c.plane.WriteKubeconfig(c.kubeconfig); err != nil {
 		return c, err
 	}
 	if o.policy {
@@ -230,36 +211,20 @@ func (c *cluster) agentConfig(ctx context.Context, o options, node string) (*res
 	return cfg, nil
 }
 
-// processes returns the PIDs of the API server and etcd (children of this process).
+// processes returns the PIDs of the API server and etcd (children of this process), 0 for one not
+// found.
 func (c *cluster) processes() (apiserver, etcd int) {
-	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
-	me := strconv.Itoa(os.Getpid())
-	for _, p := range stats {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			continue
+	first := func(name string) int {
+		if pids := benchproc.ChildrenNamed(os.Getpid(), name); len(pids) > 0 {
+			return pids[0]
 		}
-		open, end := bytes.IndexByte(b, '('), bytes.LastIndexByte(b, ')')
-		if open < 0 || end < open {
-			continue
-		}
-		f := strings.Fields(string(b[end+1:]))
-		if len(f) < 2 || f[1] != me {
-			continue
-		}
-		pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(p)))
-		switch string(b[open+1 : end]) {
-		case "kube-apiserver":
-			apiserver = pid
-		case "etcd":
-			etcd = pid
-		}
+		return 0
 	}
-	return apiserver, etcd
+	return first("kube-apiserver"), first("etcd")
 }
 
 // etcdURL is etcd's client URL, which also serves its /metrics.
-func (c *cluster) etcdURL() string { return c.env.ControlPlane.Etcd.URL.String() }
+func (c *cluster) etcdURL() string { return c.plane.Env.ControlPlane.Etcd.URL.String() }
 
 // stop ends the controller and the control plane and removes the work directory unless keep.
 func (c *cluster) stop(keep bool) error {
@@ -273,8 +238,8 @@ func (c *cluster) stop(keep bool) error {
 			}
 		}
 	}
-	if c.env != nil {
-		errs = append(errs, c.env.Stop())
+	if c.plane != nil {
+		errs = append(errs, c.plane.Stop())
 	}
 	if keep {
 		fmt.Fprintln(os.Stderr, "bench: work directory kept:", c.dir)

@@ -16,6 +16,7 @@ import (
 	"github.com/netpool/netpool/cni-plugin/agentproto"
 	"github.com/netpool/netpool/internal/kubeclient"
 	"github.com/netpool/netpool/test/apicount"
+	"github.com/netpool/netpool/test/bench/fanout"
 )
 
 // hollow is one simulated node: the real agent (its kubestore, HTTP client, cache and watches, so
@@ -132,25 +133,18 @@ func startAll(ctx context.Context, hs []*hollow, parallel int, within time.Durat
 		parallel = len(hs)
 	}
 	began := time.Now()
-	sem := make(chan struct{}, parallel)
 	var mu sync.Mutex
 	var first error
 	failed := 0
-	var wg sync.WaitGroup
-	for _, h := range hs {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			if err := h.start(ctx, within); err != nil {
-				mu.Lock()
-				failed++
-				if first == nil {
-					first = err
-				}
-				mu.Unlock()
+	fanout.Each(len(hs), parallel, func(i int) {
+		if err := hs[i].start(ctx, within); err != nil {
+			mu.Lock()
+			failed++
+			if first == nil {
+				first = err
 			}
-		})
-	}
-	wg.Wait()
+			mu.Unlock()
+		}
+	})
 	return time.Since(began), failed, first
 }

@@ -23,17 +23,15 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/go-logr/logr"
 	"k8s.io/klog/v2"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/netpool/netpool/test/bench/benchenv"
 )
 
 // options are the bench's flags.
@@ -90,9 +88,8 @@ func main() {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(2)
 	}
-	ctrllog.SetLogger(logr.Discard())
+	ctx, stop := benchenv.Context()
 	klog.SetLogger(logr.Discard()) // client-go's complaints about slow answers; the tables count them
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	rep, err := run(ctx, o)
 	if rep != nil {

@@ -16,10 +16,9 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
-)
 
-// clockTicks is USER_HZ, the unit of utime and stime in /proc/<pid>/stat.
-const clockTicks = 100
+	"github.com/netpool/netpool/test/bench/benchproc"
+)
 
 // series is one scrape of a Prometheus text endpoint: each sample by its name and labels
 // (`name{a="x",b="y"}`, labels sorted as the endpoint writes them).
@@ -92,42 +91,10 @@ func scrape(ctx context.Context, client *http.Client, url string) (series, error
 	return parseSeries(resp.Body)
 }
 
-// proc is what /proc tells of one process.
-type proc struct {
-	cpu time.Duration
-	rss int64 // bytes, VmRSS
-	hwm int64 // bytes, VmHWM
-}
-
-func readProc(pid int) proc {
-	var p proc
-	if pid <= 0 {
-		return p
-	}
-	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
-		if end := bytes.LastIndexByte(b, ')'); end >= 0 {
-			f := strings.Fields(string(b[end+1:]))
-			if len(f) >= 13 {
-				u, _ := strconv.ParseInt(f[11], 10, 64)
-				s, _ := strconv.ParseInt(f[12], 10, 64)
-				p.cpu = time.Duration(u+s) * time.Second / clockTicks
-			}
-		}
-	}
-	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err == nil {
-		for _, line := range strings.Split(string(b), "\n") {
-			f := strings.Fields(line)
-			if len(f) == 3 && f[2] == "kB" {
-				kb, _ := strconv.ParseInt(f[1], 10, 64)
-				switch f[0] {
-				case "VmRSS:":
-					p.rss = kb << 10
-				case "VmHWM:":
-					p.hwm = kb << 10
-				}
-			}
-		}
-	}
+// readProc reads what /proc tells of pid; a process that is gone reads as zero, which the tables
+// show.
+func readProc(pid int) benchproc.Proc {
+	p, _ := benchproc.ReadProc(pid)
 	return p
 }
 
@@ -135,8 +102,8 @@ func readProc(pid int) proc {
 // moment; phases are the differences of two.
 type snapshot struct {
 	at                   time.Time
-	apiserver, etcd, me  proc
-	controller           proc
+	apiserver, etcd, me  benchproc.Proc
+	controller           benchproc.Proc
 	api, etcdMetrics     series
 	load1, load5, load15 float64
 }
@@ -174,24 +141,8 @@ func (s *sampler) take(ctx context.Context) (snapshot, error) {
 	if sn.etcdMetrics, err = scrape(ctx, http.DefaultClient, strings.TrimSuffix(s.c.etcdURL(), "/")+"/metrics"); err != nil {
 		return sn, fmt.Errorf("etcd metrics: %w", err)
 	}
-	sn.load1, sn.load5, sn.load15 = loadAverage()
+	sn.load1, sn.load5, sn.load15, _ = benchproc.LoadAvg() // zero when unreadable: the tables show the load, the targets ignore it
 	return sn, nil
-}
-
-// loadAverage reads /proc/loadavg.
-func loadAverage() (one, five, fifteen float64) {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return 0, 0, 0
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return 0, 0, 0
-	}
-	one, _ = strconv.ParseFloat(f[0], 64)
-	five, _ = strconv.ParseFloat(f[1], 64)
-	fifteen, _ = strconv.ParseFloat(f[2], 64)
-	return one, five, fifteen
 }
 
 // liveHeap is the bench process's live heap after a full collection.

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
+	"github.com/netpool/netpool/test/bench/fanout"
 )
 
 // poolName is the IPPool every hollow node allocates from.
@@ -193,30 +194,23 @@ func nodes(ctx context.Context, c *cluster, o options) ([]*hollow, error) {
 	hs := make([]*hollow, o.nodes)
 	var mu sync.Mutex
 	var first error
-	sem := make(chan struct{}, 50)
-	var wg sync.WaitGroup
-	for i := range hs {
+	fanout.Each(len(hs), 50, func(i int) {
 		name := fmt.Sprintf("node-%05d", i)
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/hostname": name}}}
-			err := c.client.Create(ctx, n)
-			var h *hollow
-			if err == nil {
-				cfg, cerr := c.agentConfig(ctx, o, name)
-				err = cerr
-				h = newHollow(name, cfg)
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil && first == nil {
-				first = fmt.Errorf("node %s: %w", name, err)
-			}
-			hs[i] = h
-		})
-	}
-	wg.Wait()
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/hostname": name}}}
+		err := c.client.Create(ctx, n)
+		var h *hollow
+		if err == nil {
+			cfg, cerr := c.agentConfig(ctx, o, name)
+			err = cerr
+			h = newHollow(name, cfg)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil && first == nil {
+			first = fmt.Errorf("node %s: %w", name, err)
+		}
+		hs[i] = h
+	})
 	return hs, first
 }
 
@@ -264,7 +258,7 @@ func realAgent(ctx context.Context, c *cluster, node string) (rss, hwm int64, er
 	}
 	time.Sleep(2 * time.Second) // settled: its watches are open and idle
 	p := readProc(cmd.Process.Pid)
-	return p.rss, p.hwm, nil
+	return p.RSS, p.HWM, nil
 }
 
 // writeHeapProfile writes the bench's heap profile to path.

@@ -31,7 +31,7 @@ const (
 
 // cpuOf is the API server's and etcd's CPU between two snapshots.
 func cpuOf(before, after snapshot) time.Duration {
-	return after.apiserver.cpu - before.apiserver.cpu + after.etcd.cpu - before.etcd.cpu
+	return after.apiserver.CPU - before.apiserver.CPU + after.etcd.CPU - before.etcd.CPU
 }
 
 // perCreate is the baseline's control-plane CPU per Create.
@@ -199,7 +199,7 @@ func (r *report) print(w io.Writer, o options) {
 		}
 		db := f.etcdMetrics.sum("etcd_mvcc_db_total_size_in_use_in_bytes")
 		fmt.Fprintf(w, "etcd: %.0f reservations, %.0f slices, %.1f MiB in use (%.0f B per reservation, everything included); apiserver RSS %.0f MiB (peak %.0f), etcd RSS %.0f MiB (peak %.0f)\n",
-			res, slices, db/(1<<20), db/max(1, res), mib(f.apiserver.rss), mib(f.apiserver.hwm), mib(f.etcd.rss), mib(f.etcd.hwm))
+			res, slices, db/(1<<20), db/max(1, res), mib(f.apiserver.RSS), mib(f.apiserver.HWM), mib(f.etcd.RSS), mib(f.etcd.HWM))
 	}
 	if misses := r.misses(o); len(misses) > 0 && o.targets {
 		fmt.Fprintln(w, "\ntargets missed:")
@@ -236,9 +236,9 @@ func (r *report) printPhase(w io.Writer, p *phase) {
 			ms(r.netPerCall(p)), net/float64(r.raws[0].perCreate()), net/float64(r.raws[1].perCreate()))
 	}
 	fmt.Fprintf(tw, "apiserver + etcd CPU\t%.1f s: %s per call%s; apiserver %.1f s, etcd %.1f s, controller %.1f s, agents+bench %.1f s\n",
-		cpu.Seconds(), ms(p.perCall()), ratio, (p.after.apiserver.cpu - p.before.apiserver.cpu).Seconds(),
-		(p.after.etcd.cpu - p.before.etcd.cpu).Seconds(), (p.after.controller.cpu - p.before.controller.cpu).Seconds(),
-		(p.after.me.cpu - p.before.me.cpu).Seconds())
+		cpu.Seconds(), ms(p.perCall()), ratio, (p.after.apiserver.CPU - p.before.apiserver.CPU).Seconds(),
+		(p.after.etcd.CPU - p.before.etcd.CPU).Seconds(), (p.after.controller.CPU - p.before.controller.CPU).Seconds(),
+		(p.after.me.CPU - p.before.me.CPU).Seconds())
 	fmt.Fprintf(tw, "apiserver requests per call (everyone)\t%s\n", apiRequests(p.before, p.after, float64(calls)))
 	sent := p.after.api.sum("apiserver_watch_events_total") - p.before.api.sum("apiserver_watch_events_total")
 	sentBytes := p.after.api.sum("apiserver_watch_events_sizes_sum") - p.before.api.sum("apiserver_watch_events_sizes_sum")
@@ -248,7 +248,7 @@ func (r *report) printPhase(w io.Writer, p *phase) {
 	}
 	r.printEvents(tw, "busy node", p.active, p.activeNodes, p.adds+p.dels)
 	r.printEvents(tw, "idle node", p.idle, p.idleNodes, p.adds+p.dels)
-	fmt.Fprintf(tw, "apiserver / etcd RSS after\t%.0f / %.0f MiB\n", mib(p.after.apiserver.rss), mib(p.after.etcd.rss))
+	fmt.Fprintf(tw, "apiserver / etcd RSS after\t%.0f / %.0f MiB\n", mib(p.after.apiserver.RSS), mib(p.after.etcd.RSS))
 	_ = tw.Flush()
 }
 
@@ -317,7 +317,7 @@ func (r *report) printStorm(w io.Writer, s *storm) {
 	fmt.Fprintf(tw, "whole collections listed or watched (IPPools aside)\t%s\n", describe(s.wide, 1))
 	fmt.Fprintf(tw, "agent requests without success\t%s\n", describe(s.active.Failures, 1))
 	fmt.Fprintf(tw, "apiserver + etcd CPU\t%.1f s (apiserver %.1f, etcd %.1f); apiserver RSS %.0f MiB\n", cpuOf(s.before, s.after).Seconds(),
-		(s.after.apiserver.cpu - s.before.apiserver.cpu).Seconds(), (s.after.etcd.cpu - s.before.etcd.cpu).Seconds(), mib(s.after.apiserver.rss))
+		(s.after.apiserver.CPU - s.before.apiserver.CPU).Seconds(), (s.after.etcd.CPU - s.before.etcd.CPU).Seconds(), mib(s.after.apiserver.RSS))
 	_ = tw.Flush()
 }
 
