@@ -14,7 +14,7 @@ BINDIR        ?= bin
 VERSION       ?= $(shell bash hack/version.sh)
 LDFLAGS       := -X github.com/netpool/netpool/internal/version.Version=$(VERSION)
 
-.PHONY: all build version demo test unit bench fuzz lint clean generate image
+.PHONY: all build version demo test unit bench fuzz lint clean generate image cluster
 
 all: build
 
@@ -35,9 +35,17 @@ demo: ## A real CNI chain (bridge + netpool on bbolt) in network namespaces; nee
 	@$(MAKE) --no-print-directory build BINARIES=netpoolctl
 	$(GO) run ./test/demo -netpoolctl $(BINDIR)/netpoolctl
 
-test: lint ## Every test: unit, fuzz seed corpora, process-level, network namespaces (as root), envtest
-	@# Build (or find cached) kube-apiserver and etcd first, so a cold build is not charged to a test's timeout.
-	KUBEBUILDER_ASSETS="$$(bash hack/envtest-binaries.sh)" $(GO) test -race -count=1 -timeout 30m ./...
+test: lint ## Every test: unit, fuzz seed corpora, process-level, network namespaces (as root), envtest, a real cluster (test/cluster)
+	@# Build (or find cached) kube-apiserver and etcd, and the real cluster's binaries (kubelet, containerd,
+	@# runc, Multus, ...), first, so that a cold build is not charged to a test's timeout.
+	assets="$$(bash hack/envtest-binaries.sh)" && bin="$$(bash hack/cluster-binaries.sh)" && \
+	  KUBEBUILDER_ASSETS="$$assets" NETPOOL_CLUSTER_BIN="$$bin" $(GO) test -race -count=1 -timeout 30m ./...
+
+cluster: ## A real cluster on this machine with netpool installed from deploy/ (root, no Docker; docs/real-cluster.md): prints export KUBECONFIG=..., KUBECTL=..., TEST_IMAGE=... and NETPOOL_READY, then stays up until Ctrl-C or SIGTERM and removes itself
+	@if [ "$$(id -u)" != 0 ]; then echo "make cluster needs root (network and mount namespaces, cgroups, bridges)"; exit 2; fi
+	@assets="$$(bash hack/envtest-binaries.sh)" && bin="$$(bash hack/cluster-binaries.sh)" && \
+	  mkdir -p $(BINDIR) && $(GO) build -o $(BINDIR)/netpool-cluster ./test/cluster/run && \
+	  KUBEBUILDER_ASSETS="$$assets" NETPOOL_CLUSTER_BIN="$$bin" exec $(BINDIR)/netpool-cluster
 
 unit: ## Only the tests that need neither root, built binaries nor an API server (each of those skips itself under -short, saying why)
 	$(GO) test -race -short -count=1 ./...

@@ -77,6 +77,16 @@ var rules = []rule{
 		not:  []string{"k8s.io/...", "sigs.k8s.io/...", module + "/test/envtest", module + "/test/harness/kustomize"},
 	},
 	{
+		why:  "test/cluster runs kubelet and the control plane as binaries (hack/cluster-binaries.sh); linking k8s.io/kubernetes would multiply its -race build time",
+		from: []string{module + "/test/cluster/..."},
+		not:  []string{"k8s.io/kubernetes/..."},
+	},
+	{
+		why:  "the test cluster's images are one static binary each, the pod sandbox and a tiny server",
+		from: []string{module + "/test/cluster/images/..."},
+		not:  []string{"k8s.io/...", "sigs.k8s.io/...", module + "/..."},
+	},
+	{
 		why:    "no product code imports the test harnesses",
 		from:   []string{module + "/cmd/...", module + "/allocator/...", module + "/cni-plugin/...", module + "/controller/...", module + "/cli/...", module + "/internal/...", module + "/ipam/..."},
 		except: []string{module + "/controller/internal/ctrltest", module + "/allocator/storetest"},
