@@ -29,8 +29,27 @@ func (c *Cluster) hostNetwork() error {
 			return err
 		}
 	}
+	// OpenShift's documented EgressRouter redirect example, unchanged but for its apiVersion: its
+	// router address 192.168.12.99/24 sits on the nodes' default-route interface (eth0, the
+	// cluster bridge) with gateway 192.168.12.1, the host; its destinations are the host's on
+	// the external bridge.
+	for _, a := range []struct{ addr, dev string }{
+		{EgressGateway + "/24", clusterBridge},
+		{EgressDestinations[0] + "/32", externalBridge},
+		{EgressDestinations[1] + "/32", externalBridge},
+	} {
+		if _, err := run("ip", "addr", "add", a.addr, "dev", a.dev); err != nil {
+			return err
+		}
+	}
 	return nil
 }
+
+// EgressGateway and EgressDestinations are the host's addresses that OpenShift's EgressRouter
+// redirect example names (docs/real-cluster.md).
+const EgressGateway = "192.168.12.1"
+
+var EgressDestinations = []string{"203.0.113.26", "203.0.113.27"}
 
 // removeHostNetwork deletes the bridges; the nodes' veths went with their namespaces, and the
 // routes to the pod subnets with the cluster bridge.

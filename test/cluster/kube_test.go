@@ -133,3 +133,5 @@ func agentPod(t *testing.T, c *cluster.Cluster, node string) *corev1.Pod {
 func lines(s string) []string { return strings.Split(strings.TrimSpace(s), "\n") }
 
 func errorf(format string, args ...any) error { return fmt.Errorf(format, args...) }
+
+func clientKey(ns, name string) client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: name} }
