@@ -51,61 +51,43 @@ func newCounts() Counts {
 		EventBytes: map[string]int64{}, Bookmarks: map[string]int{}, Failures: map[string]int{}, Causes: map[string]int{}}
 }
 
-// Sub returns c minus o, key by key.
+// Sub returns c minus o, key by key (the keys of c).
 func (c Counts) Sub(o Counts) Counts {
 	out := newCounts()
-	for k, v := range c.Requests {
-		out.Requests[k] = v - o.Requests[k]
-	}
-	for k, v := range c.Watches {
-		out.Watches[k] = v - o.Watches[k]
-	}
-	for k, v := range c.ListBytes {
-		out.ListBytes[k] = v - o.ListBytes[k]
-	}
-	for k, v := range c.Events {
-		out.Events[k] = v - o.Events[k]
-	}
-	for k, v := range c.EventBytes {
-		out.EventBytes[k] = v - o.EventBytes[k]
-	}
-	for k, v := range c.Bookmarks {
-		out.Bookmarks[k] = v - o.Bookmarks[k]
-	}
-	for k, v := range c.Failures {
-		out.Failures[k] = v - o.Failures[k]
-	}
-	for k, v := range c.Causes {
-		out.Causes[k] = v - o.Causes[k]
-	}
+	subInto(out.Requests, c.Requests, o.Requests)
+	subInto(out.Watches, c.Watches, o.Watches)
+	subInto(out.ListBytes, c.ListBytes, o.ListBytes)
+	subInto(out.Events, c.Events, o.Events)
+	subInto(out.EventBytes, c.EventBytes, o.EventBytes)
+	subInto(out.Bookmarks, c.Bookmarks, o.Bookmarks)
+	subInto(out.Failures, c.Failures, o.Failures)
+	subInto(out.Causes, c.Causes, o.Causes)
 	return out
 }
 
 // Add adds o to c, key by key.
 func (c Counts) Add(o Counts) {
-	for k, v := range o.Requests {
-		c.Requests[k] += v
+	addInto(c.Requests, o.Requests)
+	addInto(c.Watches, o.Watches)
+	addInto(c.ListBytes, o.ListBytes)
+	addInto(c.Events, o.Events)
+	addInto(c.EventBytes, o.EventBytes)
+	addInto(c.Bookmarks, o.Bookmarks)
+	addInto(c.Failures, o.Failures)
+	addInto(c.Causes, o.Causes)
+}
+
+// subInto sets out[k] to a[k]-b[k] for every key of a.
+func subInto[V int | int64](out, a, b map[string]V) {
+	for k, v := range a {
+		out[k] = v - b[k]
 	}
-	for k, v := range o.Watches {
-		c.Watches[k] += v
-	}
-	for k, v := range o.ListBytes {
-		c.ListBytes[k] += v
-	}
-	for k, v := range o.Events {
-		c.Events[k] += v
-	}
-	for k, v := range o.EventBytes {
-		c.EventBytes[k] += v
-	}
-	for k, v := range o.Bookmarks {
-		c.Bookmarks[k] += v
-	}
-	for k, v := range o.Failures {
-		c.Failures[k] += v
-	}
-	for k, v := range o.Causes {
-		c.Causes[k] += v
+}
+
+// addInto adds every value of b to dst's.
+func addInto[V int | int64](dst, b map[string]V) {
+	for k, v := range b {
+		dst[k] += v
 	}
 }
 
