@@ -116,7 +116,7 @@ func setup(mgr manager.Manager, opts Options) error {
 	reconcilers := []interface{ SetupWithManager(ctrl.Manager) error }{
 		&poolstatus.Reconciler{
 			Client: mgr.GetClient(), Live: mgr.GetAPIReader(), Recorder: rec, Metrics: m,
-			Interval: opts.PoolStatusInterval, Now: now,
+			Interval: opts.PoolStatusInterval, Fanout: opts.PoolStatusFanout, Now: now,
 		},
 		&gc.Reconciler{
 			Client: mgr.GetClient(), Live: mgr.GetAPIReader(), Metrics: m, Release: rel,

@@ -4,12 +4,14 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/netpool/netpool/controller/internal/egressrouter"
+	"github.com/netpool/netpool/controller/internal/poolstatus"
 	"github.com/netpool/netpool/internal/gcpolicy"
 	"github.com/netpool/netpool/internal/kubeclient"
 )
@@ -39,6 +41,9 @@ const (
 	// DefaultPoolStatusInterval is the shortest time between two status writes of one pool, so a
 	// burst of allocations costs a few writes a second, not one per allocation.
 	DefaultPoolStatusInterval = time.Second
+	// DefaultPoolStatusFanout is how many watch deliveries a second one pool's status writes may
+	// cost the agents together (every agent watches IPPools): the interval stretches above 200 nodes.
+	DefaultPoolStatusFanout = poolstatus.DefaultFanout
 	// DefaultEgressRouterImage is the image of EgressRouter pods, which only hold the network
 	// namespace in which the kernel does the NAT.
 	DefaultEgressRouterImage = egressrouter.DefaultImage
@@ -79,6 +84,9 @@ type Options struct {
 	SliceGrace time.Duration
 	// PoolStatusInterval is the shortest time between two status writes of one pool.
 	PoolStatusInterval time.Duration
+	// PoolStatusFanout stretches PoolStatusInterval so that one pool's status writes cost at most
+	// this many watch deliveries a second across the nodes' agents; 0 turns the stretch off.
+	PoolStatusFanout float64
 
 	// EgressRouterImage is the image of EgressRouter pods, which only hold the network namespace.
 	EgressRouterImage string
@@ -112,6 +120,7 @@ func DefaultOptions() Options {
 		GCWorkers:               DefaultGCWorkers,
 		SliceGrace:              DefaultSliceGrace,
 		PoolStatusInterval:      DefaultPoolStatusInterval,
+		PoolStatusFanout:        DefaultPoolStatusFanout,
 		EgressRouterImage:       DefaultEgressRouterImage,
 	}
 }
@@ -135,6 +144,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.DryRun, "dry-run", o.DryRun, "report leaked reservations (Events, metrics, logs) without releasing them")
 	fs.DurationVar(&o.SliceGrace, "slice-grace", o.SliceGrace, "how long a slice stays without reservations of its node before it goes back to its pool")
 	fs.DurationVar(&o.PoolStatusInterval, "pool-status-interval", o.PoolStatusInterval, "shortest time between two status writes of one pool")
+	fs.Float64Var(&o.PoolStatusFanout, "pool-status-fanout", o.PoolStatusFanout, "most watch deliveries a second one pool's status writes may cost the nodes' agents together (each write reaches every node); stretches --pool-status-interval in a large cluster, 0 turns that off")
 	fs.StringVar(&o.EgressRouterImage, "egress-router-image", o.EgressRouterImage, "image of EgressRouter pods (it only holds the pod's network namespace)")
 }
 
@@ -182,6 +192,9 @@ func (o *Options) Validate() error {
 	}
 	if o.EgressRouterImage == "" {
 		errs = append(errs, errors.New("--egress-router-image must not be empty"))
+	}
+	if !(o.PoolStatusFanout >= 0) || math.IsInf(o.PoolStatusFanout, 1) {
+		errs = append(errs, fmt.Errorf("--pool-status-fanout %v must be a finite number, 0 or more", o.PoolStatusFanout))
 	}
 	if o.GCWorkers < 1 {
 		errs = append(errs, fmt.Errorf("--gc-workers %d must be at least 1", o.GCWorkers))

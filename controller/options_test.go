@@ -3,6 +3,7 @@ package controller
 import (
 	"flag"
 	"io"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -24,12 +25,12 @@ func TestBindFlags(t *testing.T) {
 	fs.SetOutput(io.Discard)
 	o.BindFlags(fs)
 	err := fs.Parse([]string{"--gc-grace=30s", "--dry-run", "--kube-api-qps=50.5", "--kube-api-burst=99", "--gc-workers=2",
-		"--leader-elect=false", "--slice-grace=1h", "--gc-sweep-interval=1m", "--pool-status-interval=2s", "--metrics-bind-address=0"})
+		"--leader-elect=false", "--slice-grace=1h", "--gc-sweep-interval=1m", "--pool-status-interval=2s", "--pool-status-fanout=50", "--metrics-bind-address=0"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if o.GCGrace != 30*time.Second || !o.DryRun || o.QPS != 50.5 || o.Burst != 99 || o.GCWorkers != 2 || o.LeaderElection ||
-		o.SliceGrace != time.Hour || o.SweepInterval != time.Minute || o.PoolStatusInterval != 2*time.Second || o.MetricsBindAddress != "0" {
+		o.SliceGrace != time.Hour || o.SweepInterval != time.Minute || o.PoolStatusInterval != 2*time.Second || o.PoolStatusFanout != 50 || o.MetricsBindAddress != "0" {
 		t.Fatalf("parsed %+v", o)
 	}
 	// Every flag documents its default.
@@ -50,6 +51,9 @@ func TestValidateNamesTheFlagAndValue(t *testing.T) {
 		{"sweep", func(o *Options) { o.SweepInterval = -time.Second }, "--gc-sweep-interval -1s must be positive"},
 		{"slice grace", func(o *Options) { o.SliceGrace = 0 }, "--slice-grace 0s must be positive"},
 		{"status interval", func(o *Options) { o.PoolStatusInterval = 0 }, "--pool-status-interval 0s must be positive"},
+		{"status fanout", func(o *Options) { o.PoolStatusFanout = -1 }, "--pool-status-fanout -1 must be a finite number, 0 or more"},
+		{"status fanout NaN", func(o *Options) { o.PoolStatusFanout = math.NaN() }, "--pool-status-fanout NaN must be a finite number, 0 or more"},
+		{"status fanout Inf", func(o *Options) { o.PoolStatusFanout = math.Inf(1) }, "--pool-status-fanout +Inf must be a finite number, 0 or more"},
 		{"qps", func(o *Options) { o.QPS = 0 }, "--kube-api-qps 0 must be positive"},
 		{"burst", func(o *Options) { o.Burst = 0 }, "--kube-api-burst 0 must be at least 1"},
 		{"workers", func(o *Options) { o.GCWorkers = 0 }, "--gc-workers 0 must be at least 1"},

@@ -44,11 +44,14 @@ type Counts struct {
 	// Causes are the events counted in Events by "resource cause" (the Counter's Cause: "ippoolslices
 	// ADDED node-1"); empty unless the Counter was made with NewByCause.
 	Causes map[string]int
+	// CauseBytes are the bytes of those events, by the same keys.
+	CauseBytes map[string]int64
 }
 
 func newCounts() Counts {
 	return Counts{Requests: map[string]int{}, Watches: map[string]int{}, ListBytes: map[string]int64{}, Events: map[string]int{},
-		EventBytes: map[string]int64{}, Bookmarks: map[string]int{}, Failures: map[string]int{}, Causes: map[string]int{}}
+		EventBytes: map[string]int64{}, Bookmarks: map[string]int{}, Failures: map[string]int{}, Causes: map[string]int{},
+		CauseBytes: map[string]int64{}}
 }
 
 // Sub returns c minus o, key by key (the keys of c).
@@ -62,6 +65,7 @@ func (c Counts) Sub(o Counts) Counts {
 	subInto(out.Bookmarks, c.Bookmarks, o.Bookmarks)
 	subInto(out.Failures, c.Failures, o.Failures)
 	subInto(out.Causes, c.Causes, o.Causes)
+	subInto(out.CauseBytes, c.CauseBytes, o.CauseBytes)
 	return out
 }
 
@@ -75,6 +79,7 @@ func (c Counts) Add(o Counts) {
 	addInto(c.Bookmarks, o.Bookmarks)
 	addInto(c.Failures, o.Failures)
 	addInto(c.Causes, o.Causes)
+	addInto(c.CauseBytes, o.CauseBytes)
 }
 
 // subInto sets out[k] to a[k]-b[k] for every key of a.
@@ -178,7 +183,8 @@ func (k *Counter) Snapshot() Counts {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return Counts{Requests: maps.Clone(k.c.Requests), Watches: maps.Clone(k.c.Watches), ListBytes: maps.Clone(k.c.ListBytes), Events: maps.Clone(k.c.Events),
-		EventBytes: maps.Clone(k.c.EventBytes), Bookmarks: maps.Clone(k.c.Bookmarks), Failures: maps.Clone(k.c.Failures), Causes: maps.Clone(k.c.Causes)}
+		EventBytes: maps.Clone(k.c.EventBytes), Bookmarks: maps.Clone(k.c.Bookmarks), Failures: maps.Clone(k.c.Failures), Causes: maps.Clone(k.c.Causes),
+		CauseBytes: maps.Clone(k.c.CauseBytes)}
 }
 
 // Wrap is a rest.Config transport wrapper that counts through k.
@@ -390,6 +396,7 @@ func (b *watchBody) end() {
 				cause = b.k.cause(b.resource, b.whole)
 			}
 			b.k.c.Causes[b.resource+" "+cause]++
+			b.k.c.CauseBytes[b.resource+" "+cause] += b.size
 		}
 	}
 	b.size, b.head, b.whole = 0, b.head[:0], b.whole[:0]

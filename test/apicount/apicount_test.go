@@ -97,6 +97,16 @@ func TestWatchEventsByCause(t *testing.T) {
 	if !maps.Equal(c.Causes, want) || c.Events["things"] != 6 || c.Bookmarks["things"] != 1 {
 		t.Errorf("causes %v, events %d, bookmarks %d; want %v, 6, 1", c.Causes, c.Events["things"], c.Bookmarks["things"], want)
 	}
+	if b, want := c.CauseBytes["things ADDED node-b"], int64(len(events[2])+1); b != want {
+		t.Errorf("bytes of node-b's event = %d, want %d (the event and its newline)", b, want)
+	}
+	var sum int64
+	for _, b := range c.CauseBytes {
+		sum += b
+	}
+	if sum != c.EventBytes["things"] {
+		t.Errorf("bytes by cause sum to %d, events' bytes %d", sum, c.EventBytes["things"])
+	}
 	if plain := serve(t, "application/json", []byte(events[0]+"\n")); len(plain.Causes) != 0 || plain.Events["things"] != 1 {
 		t.Errorf("a Counter without a cause filed %v (%d events)", plain.Causes, plain.Events["things"])
 	}

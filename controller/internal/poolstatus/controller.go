@@ -45,6 +45,12 @@ type Reconciler struct {
 	Metrics *metrics.Metrics
 	// Interval is the shortest time between two status writes of one pool.
 	Interval time.Duration
+	// Fanout stretches Interval in a large cluster: a pool's status writes cost at most Fanout
+	// watch deliveries a second, one per node (fanout.go). 0 leaves Interval alone.
+	Fanout float64
+	// Nodes is how many nodes (so agents) the cluster has; with Fanout set and Nodes nil,
+	// SetupWithManager counts them from the manager's Node informer.
+	Nodes func() int
 	// Now is the clock; time.Now when nil.
 	Now clock.Func
 
@@ -66,6 +72,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return fmt.Errorf("pool status reconciler: Client and Metrics are required")
 	}
 	r.tally = newPoolTally()
+	if r.Fanout > 0 && r.Nodes == nil {
+		nodes, err := countNodes(context.Background(), mgr.GetCache())
+		if err != nil {
+			return err
+		}
+		r.Nodes = nodes.count
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("ippool-status").
 		Watches(&ipamv1.IPPool{}, handler.EnqueueRequestsFromMapFunc(r.poolsOfNetwork),
@@ -178,7 +191,16 @@ func (r *Reconciler) untilNextWrite(pool string) time.Duration {
 	if !ok {
 		return 0
 	}
-	return r.Interval - r.Now.Now().Sub(last)
+	return r.interval() - r.Now.Now().Sub(last)
+}
+
+// interval is the shortest time between two status writes of one pool in the cluster as it is.
+func (r *Reconciler) interval() time.Duration {
+	nodes := 0
+	if r.Nodes != nil {
+		nodes = r.Nodes()
+	}
+	return writeInterval(r.Interval, r.Fanout, nodes)
 }
 
 func (r *Reconciler) wrote(pool string) {

@@ -88,10 +88,11 @@ func TestValidateOptions(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, mut := range map[string]func(*options){
-		"pool too small": func(o *options) { o.cidr = "10.128.0.0/16" },
-		"bad cidr":       func(o *options) { o.cidr = "10.128.0.0" },
-		"no nodes":       func(o *options) { o.nodes = 0 },
-		"leaks exceed":   func(o *options) { o.deleted = 150000 },
+		"pool too small":      func(o *options) { o.cidr = "10.128.0.0/16" },
+		"bad cidr":            func(o *options) { o.cidr = "10.128.0.0" },
+		"no nodes":            func(o *options) { o.nodes = 0 },
+		"leaks exceed":        func(o *options) { o.deleted = 150000 },
+		"negative gc-workers": func(o *options) { o.gcWorkers = -1 },
 	} {
 		o := good
 		mut(&o)

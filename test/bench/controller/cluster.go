@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -93,8 +94,12 @@ func (c *cluster) startController(o options) error {
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(c.binary, "--kubeconfig", c.kubeconfig, "--leader-elect=false", "--gc-grace", o.grace.String(),
-		"--metrics-bind-address", metrics, "--health-probe-bind-address", health)
+	args := []string{"--kubeconfig", c.kubeconfig, "--leader-elect=false", "--gc-grace", o.grace.String(),
+		"--metrics-bind-address", metrics, "--health-probe-bind-address", health}
+	if o.gcWorkers > 0 {
+		args = append(args, "--gc-workers", strconv.Itoa(o.gcWorkers))
+	}
+	cmd := exec.Command(c.binary, args...)
 	cmd.Stdout, cmd.Stderr = log, log
 	p := &controllerProc{cmd: cmd, done: make(chan error, 1), log: logPath, metrics: metrics, health: health, started: time.Now()}
 	if err := cmd.Start(); err != nil {

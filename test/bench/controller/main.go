@@ -36,6 +36,7 @@ type options struct {
 	rate        int
 	concurrency int
 	grace       time.Duration
+	gcWorkers   int
 	maxSweep    time.Duration
 	maxRSSMiB   int
 	binDir      string
@@ -52,6 +53,7 @@ func main() {
 	flag.IntVar(&o.deletions, "deletions", 1000, "pods deleted while the controller runs, for the release latency")
 	flag.IntVar(&o.rate, "rate", 1000, "deletions per minute")
 	flag.IntVar(&o.concurrency, "concurrency", 64, "requests in flight while loading the cluster")
+	flag.IntVar(&o.gcWorkers, "gc-workers", 0, "the controller's --gc-workers (0: its default)")
 	flag.DurationVar(&o.grace, "gc-grace", 5*time.Second, "the controller's --gc-grace (the load waits it out)")
 	flag.DurationVar(&o.maxSweep, "max-sweep", 10*time.Second, "target: controller start to every leak released")
 	flag.IntVar(&o.maxRSSMiB, "max-rss-mib", 300, "target: the controller's peak resident memory")
@@ -81,6 +83,9 @@ func main() {
 func (o options) validate() error {
 	if o.deleted+o.finished+o.deletions > o.pods {
 		return fmt.Errorf("-deleted + -finished + -deletions exceed -pods")
+	}
+	if o.gcWorkers < 0 {
+		return fmt.Errorf("-gc-workers %d: 0 (the controller's default) or more", o.gcWorkers)
 	}
 	if o.nodes < 1 || o.nodes > 9999 {
 		return fmt.Errorf("-nodes %d: 1 to 9999", o.nodes)

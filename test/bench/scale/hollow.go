@@ -42,12 +42,12 @@ func newHollow(node string, cfg *rest.Config) *hollow {
 
 // start makes a fresh agent (a restart starts from nothing, as a new agent process does) and
 // returns once its cache has synced, or fails after within (0: no bound), stopping it. Its
-// requests go through a new counter.
+// requests go through a new counter, which files each watch event by the node its object names.
 func (h *hollow) start(ctx context.Context, within time.Duration) error {
 	cfg := rest.CopyConfig(h.cfg)
 	cfg.QPS, cfg.Burst = kubeclient.DefaultQPS, kubeclient.DefaultBurst
 	cfg.UserAgent = agent.UserAgent
-	h.count = apicount.New()
+	h.count = apicount.NewByCause(apicount.ByNode)
 	h.unselected = &unselected{seen: map[string]int{}}
 	cfg.Wrap(h.count.Wrap)
 	cfg.Wrap(h.unselected.wrap)

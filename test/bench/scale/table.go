@@ -84,9 +84,9 @@ func (p *phase) hotPath() (reads, writes float64) {
 	return float64(p.active.TotalRequests("GET", "LIST")) / n, float64(p.active.TotalRequests("POST", "PUT", "PATCH", "DELETE")) / n
 }
 
-// otherEvents is the watch events of the node-filtered kinds that reached the idle nodes.
+// otherEvents is the watch events carrying another node's object that reached the idle nodes.
 func (p *phase) otherEvents() int {
-	n, _ := eventsBy(p.idle, true)
+	n, _ := eventsOf(p.idle, causeOtherNode)
 	return n
 }
 
@@ -160,8 +160,8 @@ func (r *report) print(w io.Writer, o options) {
 		fmt.Fprintf(w, "real netpool-agent process in the full cluster: RSS %.1f MiB, peak %.1f MiB %s\n", mib(r.realRSS), mib(r.realHWM), r.realErr)
 	}
 	if r.idle != nil {
-		own, _ := eventsBy(r.idle.idle, true)
-		other, otherB := eventsBy(r.idle.idle, false)
+		own, _ := eventsOf(r.idle.idle, causeOwn)
+		other, otherB := eventsOf(r.idle.idle, causeOtherNode, causeNoNode)
 		n := float64(max(1, r.nodes))
 		fmt.Fprintf(w, "idle %s, %d agents connected: apiserver+etcd CPU %.0f ms/s; per agent %.2f own and %.2f others' watch events (%.0f B), bookmarks: %s\n",
 			idleFor, r.nodes, 1000*r.idleRate(), float64(own)/n, float64(other)/n, float64(otherB)/n, describe(r.idle.idle.Bookmarks, n))
@@ -252,16 +252,18 @@ func (r *report) printPhase(w io.Writer, p *phase) {
 	_ = tw.Flush()
 }
 
-// printEvents prints the watch events per node of a group of nodes, own kinds and others apart.
+// printEvents prints the watch events per node of a group of nodes: those carrying the node's own
+// objects, and the others (of which those carrying another node's object) apart.
 func (r *report) printEvents(w io.Writer, what string, c apicount.Counts, nodes, calls int) {
 	if nodes == 0 {
 		return
 	}
-	own, ownB := eventsBy(c, true)
-	other, otherB := eventsBy(c, false)
+	own, ownB := eventsOf(c, causeOwn)
+	other, otherB := eventsOf(c, causeOtherNode, causeNoNode)
+	otherNode, _ := eventsOf(c, causeOtherNode)
 	n := float64(nodes)
-	fmt.Fprintf(w, "watch events per %s (%d nodes)\town work %.2f (%.0f B), others' %.2f (%.0f B): %s; per call of the phase: others' %.4f\n",
-		what, nodes, float64(own)/n, float64(ownB)/n, float64(other)/n, float64(otherB)/n, describe(c.Events, n),
+	fmt.Fprintf(w, "watch events per %s (%d nodes)\town work %.2f (%.0f B), others' %.2f (%.0f B; other nodes' objects %.2f): %s; per call of the phase: others' %.4f\n",
+		what, nodes, float64(own)/n, float64(ownB)/n, float64(other)/n, float64(otherB)/n, float64(otherNode)/n, describe(c.Causes, n),
 		float64(other)/n/float64(max(1, calls)))
 }
 

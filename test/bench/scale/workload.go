@@ -261,7 +261,7 @@ func measure(ctx context.Context, s *sampler, hs []*hollow, p *phase, active fun
 	}
 	p.active, p.idle = apicount.New().Snapshot(), apicount.New().Snapshot()
 	for i, h := range hs {
-		d := h.count.Snapshot().Sub(before[i])
+		d := attribute(h.count.Snapshot().Sub(before[i]), h.node)
 		if active(h) {
 			p.active.Add(d)
 			p.activeNodes++
@@ -383,7 +383,7 @@ func (r *runner) storm(ctx context.Context, s *sampler, hs []*hollow, within tim
 	var readies []time.Duration
 	st.wide = map[string]int{}
 	for _, h := range hs {
-		st.active.Add(h.count.Snapshot())
+		st.active.Add(attribute(h.count.Snapshot(), h.node))
 		if h.cancel == nil {
 			continue // not ready: stopped
 		}
@@ -406,24 +406,6 @@ func percentile(ds []time.Duration, p float64) time.Duration {
 	slices.Sort(s)
 	i := int(p*float64(len(s))+0.5) - 1
 	return s[max(0, min(i, len(s)-1))]
-}
-
-// ownResources are the kinds whose watch carries only the node's own objects (selected by the
-// API server on the node's name); events of the others are caused by other actors.
-var ownResources = []string{"overlappingrangeipreservations", "ippoolslices", "nodes"}
-
-func isOwn(resource string) bool { return slices.Contains(ownResources, resource) }
-
-// eventsBy sums c's watch events and their bytes over own or other resources.
-func eventsBy(c apicount.Counts, own bool) (int, int64) {
-	n, b := 0, int64(0)
-	for res, v := range c.Events {
-		if isOwn(res) == own {
-			n += v
-			b += c.EventBytes[res]
-		}
-	}
-	return n, b
 }
 
 // describe lists a map of counts as "k n, k n" in key order.
