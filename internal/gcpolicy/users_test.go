@@ -202,6 +202,60 @@ func TestSuperseded(t *testing.T) {
 	}
 }
 
+// TestSupersededClaim: of two first ADDs of one IPAMClaim on two nodes at once (two reservations of
+// the claim, docs/persistent-ips.md), the one no pod is bound to goes once a pod that references
+// the claim, on its user's node, is bound to the other; a pod that references another claim, or a
+// user on another node than its pod, frees nothing.
+func TestSupersededClaim(t *testing.T) {
+	old, newer := policyNow.Add(-3*policyGrace), policyNow.Add(-2*policyGrace)
+	claim := &ipamclaimsv1.IPAMClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "vms", Name: "vm-a.anet", UID: "c1"}}
+	o := ipamv1.ReservationOwner{Kind: ipamv1.OwnerIPAMClaim, Namespace: "vms", Name: "vm-a.anet", UID: "c1"}
+	res := func(name, addr string, created time.Time, users ...ipamv1.ReservationUser) *ipamv1.OverlappingRangeIPReservation {
+		r := &ipamv1.OverlappingRangeIPReservation{
+			ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.NewTime(created), Labels: map[string]string{
+				ipamv1.OwnerLabel: ipamv1.OwnerLabelValue(o.Key()), ipamv1.PoolLabel: ipamv1.LabelValue("p")}},
+			Spec: ipamv1.OverlappingRangeIPReservationSpec{Address: addr, Pool: "p", Owner: o.DeepCopy(), Users: users},
+		}
+		if len(users) > 0 {
+			r.Spec.ContainerID, r.Spec.IfName, r.Spec.PodRef, r.Spec.PodUID = users[0].ContainerID, users[0].IfName, users[0].PodRef, users[0].PodUID
+		}
+		return r
+	}
+	launcher := func(name, uid, node, ref string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "vms", Name: name, UID: types.UID(uid), Annotations: map[string]string{
+			podowner.NetworksAnnotation: `[{"name":"vm-net","ipam-claim-reference":"` + ref + `"}]`}},
+			Spec: corev1.PodSpec{NodeName: node}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	}
+	idle := res("idle", "10.0.0.5", old) // the first ADD on node-b, its pod deleted (DEL unbound it)
+	for _, tt := range []struct {
+		name string
+		user ipamv1.ReservationUser
+		pod  *corev1.Pod
+		want string
+	}{
+		{"the claim's launcher pod bound to the other", user("a", "vms/launcher-a", "ua", "node-a"), launcher("launcher-a", "ua", "node-a", "vm-a.anet"), ReasonSuperseded},
+		{"a pod of another claim", user("a", "vms/launcher-a", "ua", "node-a"), launcher("launcher-a", "ua", "node-a", "vm-b.anet"), ""},
+		{"a user on another node than its pod", user("a", "vms/launcher-a", "ua", "node-b"), launcher("launcher-a", "ua", "node-a", "vm-a.anet"), ""},
+		{"the user's pod gone", user("a", "vms/launcher-a", "ua", "node-a"), nil, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			objs := []client.Object{claim.DeepCopy(), idle.DeepCopy(), res("bound", "10.0.0.9", newer, tt.user)}
+			if tt.pod != nil {
+				objs = append(objs, tt.pod)
+			}
+			c := fake.NewClientBuilder().WithScheme(policyScheme(t)).WithObjects(objs...).Build()
+			f, err := Read(t.Context(), crclient.Reader(c), idle)
+			if err != nil {
+				t.Fatal(err)
+			}
+			v := Judge(idle, f, policyNow, policyGrace)
+			if v.Reason != tt.want || (tt.want != "" && !strings.Contains(v.Detail, "IPAMClaim vms/vm-a.anet moved to bound (10.0.0.9), bound to pod vms/launcher-a on node node-a")) {
+				t.Fatalf("facts %+v: verdict %+v, want reason %q", f, v, tt.want)
+			}
+		})
+	}
+}
+
 // TestClaimMadeAgain: a claim of the recorded name with another UID is another claim: the
 // address was the deleted one's.
 func TestClaimMadeAgain(t *testing.T) {
