@@ -3,12 +3,14 @@ package cluster_test
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -219,7 +221,8 @@ func waitNodeReady(t *testing.T, c *cluster.Cluster, name string) {
 
 // TestControllerFailover: deleting the pod that leads the controller's election hands the Lease to
 // the other replica, which then reconciles: a pool's status counts an allocation made after the
-// hand-over.
+// hand-over, and GC still runs: a reservation leaked just before the hand-over (its pod never
+// existed, so no DEL will come) is released by the new leader once the grace has passed.
 func TestControllerFailover(t *testing.T) {
 	c := need(t)
 	ctx := context.Background()
@@ -234,6 +237,20 @@ func TestControllerFailover(t *testing.T) {
 		}
 		return strings.SplitN(*l.Spec.HolderIdentity, "_", 2)[0], nil
 	}
+	ns := testNamespace(t, c, nil)
+	pool := &ipamv1.IPPool{
+		ObjectMeta: metav1.ObjectMeta{Name: "cluster-failover"},
+		Spec:       ipamv1.IPPoolSpec{Range: "10.79.0.0/24", NetworkName: "cluster-failover"},
+	}
+	if err := cl.Create(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cl.Delete(context.Background(), pool) })
+	applyNAD(t, c, ns, "failover", `{"cniVersion": "1.0.0", "name": "cluster-failover", "type": "macvlan", "master": "eth1", "mode": "bridge",
+ "ipam": {"type": "netpool", "datastore": "kubernetes", "pool": "cluster-failover"}}`)
+	nets := map[string]string{"k8s.v1.cni.cncf.io/networks": "failover"}
+	first := createRunning(t, c, serverPod(ns, "first", c.Nodes[len(c.Nodes)-1].Name, nets))
+	leak := leakReservation(t, cl, ns, first)
 	var leader string
 	poll.Eventually(t, time.Minute, "a leader", func() error {
 		var err error
@@ -263,29 +280,67 @@ func TestControllerFailover(t *testing.T) {
 		return nil
 	})
 	t.Logf("leader %s deleted; %s leads", leader, next)
-	ns := testNamespace(t, c, nil)
-	pool := &ipamv1.IPPool{
-		ObjectMeta: metav1.ObjectMeta{Name: "cluster-failover"},
-		Spec:       ipamv1.IPPoolSpec{Range: "10.79.0.0/24", NetworkName: "cluster-failover"},
+	var still ipamv1.OverlappingRangeIPReservation
+	err := cl.Get(ctx, client.ObjectKey{Name: leak.Name}, &still)
+	if age := time.Since(leak.CreationTimestamp.Time); age < gcGrace && err != nil {
+		t.Fatalf("the leaked %s went %s after it was made, within the grace, before %s led: %v", leak.Spec.Address, age.Round(time.Second), next, err)
 	}
-	if err := cl.Create(ctx, pool); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cl.Delete(context.Background(), pool) })
-	applyNAD(t, c, ns, "failover", `{"cniVersion": "1.0.0", "name": "cluster-failover", "type": "macvlan", "master": "eth1", "mode": "bridge",
- "ipam": {"type": "netpool", "datastore": "kubernetes", "pool": "cluster-failover"}}`)
-	createRunning(t, c, serverPod(ns, "p", c.Nodes[len(c.Nodes)-1].Name, map[string]string{"k8s.v1.cni.cncf.io/networks": "failover"}))
-	poll.Eventually(t, 2*time.Minute, "the new leader counts the allocation in the pool's status", func() error {
+	createRunning(t, c, serverPod(ns, "p", c.Nodes[len(c.Nodes)-1].Name, nets))
+	poll.Eventually(t, 3*time.Minute, "the new leader releases the leak and counts the pods' allocations", func() error {
+		err := cl.Get(ctx, client.ObjectKey{Name: leak.Name}, &still)
+		if err == nil {
+			return fmt.Errorf("the leaked %s still reserved", leak.Spec.Address)
+		}
+		if !apierrors.IsNotFound(err) {
+			return err
+		}
 		var p ipamv1.IPPool
 		if err := cl.Get(ctx, client.ObjectKey{Name: pool.Name}, &p); err != nil {
 			return err
 		}
-		if p.Status.Allocated == nil || *p.Status.Allocated != 1 {
+		if p.Status.Allocated == nil || *p.Status.Allocated != 2 {
 			return fmt.Errorf("status.allocated %v", p.Status.Allocated)
 		}
 		return nil
 	})
+	if age := time.Since(leak.CreationTimestamp.Time); age < gcGrace {
+		t.Fatalf("the leaked %s released %s after it was made, within the grace %s", leak.Spec.Address, age.Round(time.Second), gcGrace)
+	}
 	if err := c.WaitNetpool(ctx); err != nil {
 		t.Fatalf("the controller Deployment after the failover: %v", err)
 	}
+}
+
+// leakReservation makes what an agent that crashed after its Create would leave: a reservation in
+// the pool of real's (a running pod's) reservation, next to it, for a pod that never existed, on
+// real's node. Its name is derived from its address as real's is from real's.
+func leakReservation(t *testing.T, cl client.Client, ns string, real *corev1.Pod) *ipamv1.OverlappingRangeIPReservation {
+	t.Helper()
+	ctx := context.Background()
+	rs, err := reservationsOf(ctx, cl, ns, real.Name)
+	if err != nil || len(rs) != 1 {
+		t.Fatalf("the reservations of %s: %v %v", real.Name, rs, err)
+	}
+	r := rs[0]
+	addr, err := netip.ParseAddr(r.Spec.Address)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leakAddr := addr.Next().Next()
+	base, ok := strings.CutSuffix(r.Name, r.Spec.Address)
+	if !ok {
+		t.Fatalf("reservation %s is not named after its address %s", r.Name, r.Spec.Address)
+	}
+	leak := &ipamv1.OverlappingRangeIPReservation{
+		ObjectMeta: metav1.ObjectMeta{Name: base + leakAddr.String(), Labels: r.Labels, Annotations: r.Annotations},
+		Spec:       r.Spec,
+	}
+	leak.Spec.Address = leakAddr.String()
+	leak.Spec.PodRef = ns + "/never-was"
+	leak.Spec.PodUID = "00000000-0000-0000-0000-000000000001"
+	leak.Spec.ContainerID = "leaked-by-a-crashed-agent"
+	if err := cl.Create(ctx, leak); err != nil {
+		t.Fatalf("creating the leaked reservation: %v", err)
+	}
+	return leak
 }

@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/netpool/netpool/test/harness/kustomize"
 )
@@ -33,6 +35,11 @@ func (c *Cluster) InstallNetpool(ctx context.Context) error {
 	objs, err := kustomize.Build(local)
 	if err != nil {
 		return fmt.Errorf("kustomize build deploy/overlays/local: %w", err)
+	}
+	if c.opts.GCGrace > 0 {
+		if err := setGCGrace(objs, c.opts.GCGrace); err != nil {
+			return err
+		}
 	}
 	if err := c.Apply(ctx, objs); err != nil {
 		return err
@@ -84,4 +91,29 @@ func deploymentAvailable(d *appsv1.Deployment) bool {
 		}
 	}
 	return false
+}
+
+// setGCGrace replaces the --gc-grace argument of the controller Deployment among objs with grace,
+// failing when there is none to replace (deploy/ changed under the harness).
+func setGCGrace(objs []*unstructured.Unstructured, grace time.Duration) error {
+	for _, o := range objs {
+		if o.GetKind() != "Deployment" || o.GetName() != "netpool-controller" {
+			continue
+		}
+		containers, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+		for i, ct := range containers {
+			m, _ := ct.(map[string]any)
+			args, _ := m["args"].([]any)
+			for j, a := range args {
+				if s, _ := a.(string); strings.HasPrefix(s, "--gc-grace=") {
+					args[j] = "--gc-grace=" + grace.String()
+					m["args"] = args
+					containers[i] = m
+					return unstructured.SetNestedSlice(o.Object, containers, "spec", "template", "spec", "containers")
+				}
+			}
+		}
+		return fmt.Errorf("the netpool-controller Deployment has no --gc-grace argument to replace")
+	}
+	return fmt.Errorf("no netpool-controller Deployment in deploy/overlays/local")
 }

@@ -17,6 +17,11 @@ import (
 
 // The suite shares one cluster: starting one takes tens of seconds. TestMain starts it, runs the
 // tests, stops it and then checks that it left nothing behind, failing the run if it did.
+// gcGrace is the controller's --gc-grace on the suite's cluster: deploy/'s 2m would make every
+// test of a GC release wait two minutes; a minute still outlasts the set-up before each of them,
+// so that a test sees the grace hold before it sees the release.
+const gcGrace = time.Minute
+
 var (
 	shared   *cluster.Cluster
 	startErr error
@@ -86,7 +91,7 @@ func startCluster(nodes int) (*cluster.Cluster, error) {
 	defer cancel()
 	c, err := cluster.Start(ctx, cluster.Options{
 		Nodes: nodes, BinDir: bin, AssetsDir: assets, Root: root, ImageTag: "cluster-test",
-		Progress: os.Stderr,
+		Progress: os.Stderr, GCGrace: gcGrace,
 	})
 	if err == nil {
 		// netpool as the README's quick start installs it; TestInstall checks what it did.

@@ -19,7 +19,9 @@ import (
 )
 
 // TestStatefulSetSticky: with a Sticky pool, the StatefulSet controller's replacement of a deleted
-// db-1, started by a kubelet through Multus, gets db-1's address back.
+// db-1, started by a kubelet through Multus, gets db-1's address back. Scaled to 1, the addresses
+// of db-1 and db-2 stay while their pods exist and until the GC grace has passed since they were
+// reserved, and then the controller releases them; db-0 keeps its own.
 func TestStatefulSetSticky(t *testing.T) {
 	c := need(t)
 	ctx := context.Background()
@@ -72,6 +74,90 @@ func TestStatefulSetSticky(t *testing.T) {
 		t.Fatalf("db-1 recreated (on %s) got %s, had %s", again.Spec.NodeName, got, addrs["db-1"])
 	}
 	assertReservations(t, cl, ns, "db-1", addrs["db-1"])
+	scaleDown(t, c, cl, ns, addrs)
+}
+
+// scaleDown scales the StatefulSet db to 1 and checks what the controller releases, and when.
+func scaleDown(t *testing.T, c *cluster.Cluster, cl client.Client, ns string, addrs map[string]string) {
+	ctx := context.Background()
+	byAddr := func() (map[string]ipamv1.OverlappingRangeIPReservation, error) {
+		rs, err := networkReservations(ctx, cl, "cluster-sts-db")
+		if err != nil {
+			return nil, err
+		}
+		m := map[string]ipamv1.OverlappingRangeIPReservation{}
+		for _, r := range rs {
+			m[r.Spec.Address] = r
+		}
+		return m, nil
+	}
+	before, err := byAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"db-0", "db-1", "db-2"} {
+		if _, ok := before[addrs[name]]; !ok || len(before) != 3 {
+			t.Fatalf("before the scale-down: reservations %v, want one for each of %v", before, addrs)
+		}
+	}
+	scale, err := c.Client.AppsV1().StatefulSets(ns).GetScale(ctx, "db", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	scale.Spec.Replicas = 1
+	if _, err := c.Client.AppsV1().StatefulSets(ns).UpdateScale(ctx, "db", scale, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// Every removed ordinal's address stays while its pod exists and until the grace has passed
+	// since it was reserved; once both conditions are over, the controller releases it.
+	released := map[string]bool{}
+	poll.Eventually(t, 3*time.Minute, "db-1's and db-2's addresses released after the scale-down", func() error {
+		now, err := byAddr()
+		if err != nil {
+			return err
+		}
+		pending := 0
+		for _, name := range []string{"db-1", "db-2"} {
+			r := before[addrs[name]]
+			_, reserved := now[addrs[name]]
+			// A pod being deleted may have run its DEL, which unbinds it: only a pod not
+			// being deleted must keep its address.
+			pod, perr := c.Client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+			podExists := perr == nil && pod.DeletionTimestamp == nil
+			if !reserved && !released[name] {
+				released[name] = true
+				if podExists {
+					t.Fatalf("%s's address %s released while the pod still exists and is not being deleted", name, addrs[name])
+				}
+				if age := time.Since(r.CreationTimestamp.Time); age < gcGrace {
+					t.Fatalf("%s's address %s released %s after it was reserved, within the GC grace %s", name, addrs[name], age.Round(time.Second), gcGrace)
+				}
+				t.Logf("%s's address %s released %s after it was reserved", name, addrs[name], time.Since(r.CreationTimestamp.Time).Round(time.Second))
+			}
+			if reserved {
+				pending++
+			}
+		}
+		if pending > 0 {
+			return fmt.Errorf("%d still reserved", pending)
+		}
+		return nil
+	})
+	now, err := byAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept, ok := now[addrs["db-0"]]
+	if len(now) != 1 || !ok || kept.UID != before[addrs["db-0"]].UID {
+		t.Fatalf("after the scale-down: reservations %v, want db-0's %s (UID %s) alone", now, addrs["db-0"], before[addrs["db-0"]].UID)
+	}
+	p, err := c.Client.CoreV1().Pods(ns).Get(ctx, "db-0", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := secondaryAddr(t, p, "net1"); got != addrs["db-0"] {
+		t.Fatalf("db-0 has %s after the scale-down, had %s", got, addrs["db-0"])
+	}
 }
 
 // waitRunningNamed waits until a pod called name, other than the one with UID notUID, runs.
