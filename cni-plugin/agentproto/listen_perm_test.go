@@ -112,15 +112,7 @@ func TestListenUnprivilegedCannotConnect(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			_ = c.Close()
-		}
-	}()
+	go acceptAndClose(ln)
 	connect := func() (string, error) {
 		cmd := exec.Command(bin)
 		cmd.Env = append(os.Environ(), connectEnv+"="+path)

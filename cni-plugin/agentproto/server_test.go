@@ -19,6 +19,18 @@ import (
 	"github.com/netpool/netpool/test/poll"
 )
 
+// acceptAndClose answers every connection to ln by closing it, until ln is closed: a listener
+// that is alive but says nothing.
+func acceptAndClose(ln net.Listener) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		_ = c.Close()
+	}
+}
+
 func socketPath(t *testing.T) string {
 	t.Helper()
 	// Unix socket paths are limited to 108 bytes; t.TempDir() can be longer.
@@ -358,15 +370,7 @@ func TestListen(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer ln.Close()
-		go func() {
-			for {
-				c, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				_ = c.Close()
-			}
-		}()
+		go acceptAndClose(ln)
 		if _, err := Listen(path); err == nil || !strings.Contains(err.Error(), "another agent is already listening at "+path) {
 			t.Fatalf("Listen() = %v", err)
 		}

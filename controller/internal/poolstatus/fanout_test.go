@@ -9,8 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/netpool/netpool/controller/internal/ctrltest"
 	ipamv1 "github.com/netpool/netpool/crds/ipam/v1alpha1"
@@ -48,10 +46,7 @@ func TestWriteInterval(t *testing.T) {
 func TestPoolStatusWritesStretchWithTheNodes(t *testing.T) {
 	pool := &ipamv1.IPPool{ObjectMeta: metav1.ObjectMeta{Name: "p", Generation: 1}, Spec: ipamv1.IPPoolSpec{Range: "10.0.0.0/29"}}
 	writes := 0
-	c := ctrltest.FakeClient(t, interceptor.Funcs{SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
-		writes++
-		return c.SubResource(sub).Patch(ctx, obj, p, opts...)
-	}}, pool)
+	c := statusWritesCounted(t, &writes, pool)
 	clk := ctrltest.NewClock()
 	r := newStatusReconciler(t, c, clk)
 	r.Fanout, r.Nodes = 200, func() int { return 3000 }

@@ -25,6 +25,15 @@ func newStatusReconciler(t *testing.T, c client.Client, clk *ctrltest.Clock) *Re
 	return &Reconciler{Client: c, Metrics: ctrltest.MustMetrics(t), Interval: time.Second, Now: clk.Now, tally: newPoolTally()}
 }
 
+// statusWritesCounted is a fake client holding objs that counts its status writes in writes.
+func statusWritesCounted(t *testing.T, writes *int, objs ...client.Object) client.Client {
+	t.Helper()
+	return ctrltest.FakeClient(t, interceptor.Funcs{SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+		*writes++
+		return c.SubResource(sub).Patch(ctx, obj, p, opts...)
+	}}, objs...)
+}
+
 func poolRequest(name string) ctrl.Request {
 	return ctrl.Request{NamespacedName: types.NamespacedName{Name: name}}
 }
@@ -68,10 +77,7 @@ func TestPoolStatusReconcileFailures(t *testing.T) {
 func TestPoolStatusWritesAtMostOncePerInterval(t *testing.T) {
 	pool := &ipamv1.IPPool{ObjectMeta: metav1.ObjectMeta{Name: "p", Generation: 1}, Spec: ipamv1.IPPoolSpec{Range: "10.0.0.0/29"}}
 	writes := 0
-	c := ctrltest.FakeClient(t, interceptor.Funcs{SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
-		writes++
-		return c.SubResource(sub).Patch(ctx, obj, p, opts...)
-	}}, pool)
+	c := statusWritesCounted(t, &writes, pool)
 	clk := ctrltest.NewClock()
 	r := newStatusReconciler(t, c, clk)
 	ctx := context.Background()
