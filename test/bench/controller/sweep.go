@@ -20,7 +20,7 @@ const sweepTimeout = 5 * time.Minute
 
 // measureSweep starts the controller cold and times its readiness and the release of every leak,
 // then checks that exactly the leaks went.
-func measureSweep(ctx context.Context, c *cluster, o options, w *workload, rep *report) error {
+func measureSweep(ctx context.Context, c *cluster, o options, w *workload, rep *sweepResult) error {
 	if err := c.startController(o); err != nil {
 		return err
 	}
@@ -53,7 +53,7 @@ func measureSweep(ctx context.Context, c *cluster, o options, w *workload, rep *
 		switch {
 		case i < w.leaked && err == nil:
 			rep.leaksLeft++
-		case i >= w.leaked && apierrors.IsNotFound(err):
+		case i >= w.leaked+w.deletedLive && apierrors.IsNotFound(err):
 			rep.liveReleased++
 		case err != nil && !apierrors.IsNotFound(err):
 			return err

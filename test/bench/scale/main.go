@@ -47,6 +47,7 @@ type options struct {
 	sliceSize      int
 	policy         bool
 	statusInterval time.Duration
+	statusFanout   float64
 	raw            int
 	startParallel  int
 	stormTimeout   time.Duration
@@ -72,6 +73,7 @@ func main() {
 	flag.IntVar(&o.sliceSize, "slice-size", 0, "the IPPool's sliceSize (0: the default, 64 addresses a block for a wide range)")
 	flag.BoolVar(&o.policy, "policy", true, "agents use pod-bound ServiceAccount tokens under deploy/base's RBAC and node-isolation policy (else the admin)")
 	flag.DurationVar(&o.statusInterval, "pool-status-interval", time.Second, "the controller's --pool-status-interval")
+	flag.Float64Var(&o.statusFanout, "pool-status-fanout", -1, "the controller's --pool-status-fanout (-1: its default)")
 	flag.IntVar(&o.raw, "raw", 2000, "raw Creates of each baseline")
 	flag.IntVar(&o.startParallel, "start-parallel", 50, "agents starting at once when the cluster is brought up (the restart storm starts all at once)")
 	flag.DurationVar(&o.stormTimeout, "storm-timeout", 10*time.Minute, "how long each agent of the restart storm may take to be ready before it counts as failed")
@@ -120,6 +122,8 @@ func (o options) validate() error {
 		return fmt.Errorf("-raw %d: 1 to 60000", o.raw)
 	case o.statusInterval <= 0:
 		return fmt.Errorf("-pool-status-interval %s must be positive", o.statusInterval)
+	case !(o.statusFanout >= -1) || o.statusFanout > 1e9:
+		return fmt.Errorf("-pool-status-fanout %g: -1 (the controller's default), 0 (unbounded) or a rate", o.statusFanout)
 	}
 	return nil
 }
