@@ -97,6 +97,9 @@ type baseline struct {
 	// watches are the label-selected watches of the created kind that were open (the watched
 	// baseline), delivered the events they received.
 	watches, delivered int
+	// watchesEnded are the watches the API server ended before the baseline was done: their
+	// events were not delivered, nor offered.
+	watchesEnded int
 }
 
 // rawCreates creates n objects made by mk from this warm process, parallel at a time, and runs

@@ -55,6 +55,7 @@ type options struct {
 	realAgent      bool
 	heapProfile    string
 	apiProfile     string
+	stormProfile   string
 	binDir         string
 	keep           bool
 	targets        bool
@@ -81,6 +82,7 @@ func main() {
 	flag.BoolVar(&o.realAgent, "real-agent", true, "also start one real netpool-agent process once the cluster is full, for its resident memory")
 	flag.StringVar(&o.heapProfile, "heap-profile", "", "write the bench's heap profile after the rollout to this file")
 	flag.StringVar(&o.apiProfile, "apiserver-profile", "", "write a 30 s CPU profile of the API server during the rollout to this file")
+	flag.StringVar(&o.stormProfile, "storm-profile", "", "write a 20 s CPU profile of the API server from the restart storm's start to this file")
 	flag.StringVar(&o.binDir, "bin", "", "directory holding netpool-controller and netpool-agent (default: build them)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the work directory (the controller's log)")
 	flag.BoolVar(&o.targets, "targets", true, "judge the targets (exit 1 on a miss)")

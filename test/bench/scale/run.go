@@ -189,7 +189,7 @@ func run(ctx context.Context, o options) (rep *report, err error) {
 		}
 		rep.phases = append(rep.phases, p)
 	}
-	if rep.storm, err = r.storm(ctx, s, hs, o.stormTimeout); err != nil {
+	if rep.storm, err = r.storm(ctx, s, hs, o.stormTimeout, o.stormProfile); err != nil {
 		return rep, err
 	}
 	if rep.verdict, err = verify(ctx, c, r.ledger); err != nil {

@@ -188,7 +188,7 @@ func (r *report) print(w io.Writer, o options) {
 	for _, b := range r.raws {
 		delivered := "-"
 		if b.watches > 0 {
-			delivered = fmt.Sprintf("%d of %d creates, %d watches open", b.delivered, b.creates-b.fails, b.watches)
+			delivered = fmt.Sprintf("%d of %d creates, %d watches open, %d ended early", b.delivered, b.creates-b.fails, b.watches, b.watchesEnded)
 		}
 		fmt.Fprintf(tw, "%s\t%.0f\t%s\t%.1f\t%s\n", b.name, b.rate(), ms(b.perCreate()), b.after.load1, delivered)
 	}
