@@ -153,3 +153,23 @@ func TestPrintListsEachSweep(t *testing.T) {
 		}
 	}
 }
+
+func TestJudgeSweep(t *testing.T) {
+	names := []string{"leak0", "leak1", "gone2", "live3", "live4"}
+	all := map[string]bool{"leak0": true, "leak1": true, "gone2": true, "live3": true, "live4": true}
+	for _, tc := range []struct {
+		name        string
+		present     map[string]bool
+		left, freed int
+	}{
+		{"clean sweep", map[string]bool{"live3": true, "live4": true}, 0, 0},
+		{"nothing released", all, 2, 0},
+		{"a live one released", map[string]bool{"live4": true}, 0, 1},
+		{"the latency phase's own absent or not", map[string]bool{"gone2": true, "live3": true, "live4": true}, 0, 0},
+	} {
+		left, freed := judgeSweep(names, 2, 1, tc.present)
+		if left != tc.left || freed != tc.freed {
+			t.Errorf("%s: %d leaks left, %d live released; want %d, %d", tc.name, left, freed, tc.left, tc.freed)
+		}
+	}
+}
