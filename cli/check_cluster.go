@@ -103,17 +103,11 @@ func (c *clusterChecker) run(ctx context.Context) (checkReport, error) {
 		parsed[p.Name] = pp
 	}
 	if c.oneNetwork && len(byName) == 0 {
-		var networks []string
+		networks := make([]string, 0, len(pools.Items))
 		for _, p := range pools.Items {
-			if !slices.Contains(networks, p.Spec.NetworkName) {
-				networks = append(networks, p.Spec.NetworkName)
-			}
+			networks = append(networks, p.Spec.NetworkName)
 		}
-		slices.Sort(networks)
-		if len(networks) == 0 {
-			return checkReport{}, fmt.Errorf("--network %q: the cluster has no pools", c.network)
-		}
-		return checkReport{}, fmt.Errorf("--network %q: no pool has this network name; the networks are %s", c.network, joinFew(quoteNames(networks)))
+		return checkReport{}, fmt.Errorf("--network: %w", unknownNetwork(c.network, "cluster", networks))
 	}
 	counts := c.checkReservations(reservations.Items, exists, byName, parsed)
 	c.checkSlices(poolSlices.Items, nodes.Items, exists, byName, parsed)
@@ -276,13 +270,4 @@ func textOrNone(s string) string {
 		return "<none>"
 	}
 	return s
-}
-
-// quoteNames quotes names for an error, so the unnamed network shows as "".
-func quoteNames(names []string) []string {
-	out := make([]string, len(names))
-	for i, n := range names {
-		out[i] = fmt.Sprintf("%q", n)
-	}
-	return out
 }

@@ -241,6 +241,8 @@ func TestCheckRefusesBadArguments(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
+	// A pool of another network, so that the unknown network's error has names to list.
+	e.pool("ctlops-refuse", ipamv1.IPPoolSpec{Range: "10.79.0.0/24", NetworkName: "ctlops-refuse"})
 	before := e.snapshot()
 	for _, tt := range []struct {
 		name string
@@ -257,6 +259,7 @@ func TestCheckRefusesBadArguments(t *testing.T) {
 		{"an unreachable cluster", []string{"--kubeconfig", lcUnreachableKubeconfig(t, false), "check"}, "failed to list the IPPools"},
 		{"a cluster that never answers", []string{"--kubeconfig", lcUnreachableKubeconfig(t, true), "--request-timeout", "300ms", "check"}, "failed to list the IPPools"},
 		{"a zero timeout", []string{"--kubeconfig", e.env.Kubeconfig, "--request-timeout", "0s", "check"}, "--request-timeout must be positive"},
+		{"an unknown network", []string{"--kubeconfig", e.env.Kubeconfig, "check", "--network", "ctlops-nope"}, `--network: no pool of network "ctlops-nope" in the cluster: its networks are `},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			out, _, err := runCLI(t, tt.args...)

@@ -135,16 +135,23 @@ func poolObjectName(src inventory.Source, name string) string {
 
 // knownNetwork fails, listing the network names there are, when no pool has network name network.
 func knownNetwork(pools []inventory.Pool, network, where string) error {
-	var names []string
+	names := make([]string, 0, len(pools))
 	for _, p := range pools {
 		if p.Network == network {
 			return nil
 		}
-		if !slices.Contains(names, p.Network) {
-			names = append(names, p.Network)
-		}
+		names = append(names, p.Network)
 	}
+	return unknownNetwork(network, where, names)
+}
+
+// unknownNetwork is the one wording of "no pool has this network name" for every command that
+// selects pools by network: it lists the names there are, sorted and each once, so that a typo
+// shows its neighbour, and names the unnamed network, which would otherwise print as nothing.
+func unknownNetwork(network, where string, networks []string) error {
+	names := slices.Clone(networks)
 	slices.Sort(names)
+	names = slices.Compact(names)
 	for i, n := range names {
 		if n == "" {
 			names[i] = `"" (the unnamed network)`
