@@ -173,8 +173,9 @@ func (c *Cluster) UseMultusThin(ctx context.Context) error {
 
 // buildThickImage writes the archive of MultusThickImage: /multus-daemon (its entrypoint),
 // /multus-shim and /cni-install, an /etc/passwd (the daemon asks os/user whether it runs as root,
-// which without cgo reads /etc/passwd, else wants $USER and $HOME) and /var/run linked to /run, as on a Linux host (the
-// runtime names network namespaces /var/run/netns/..., and the daemon opens them itself).
+// which without cgo reads /etc/passwd, else wants $USER and $HOME) and /var/run linked to /run,
+// as on a Linux host (the runtime names network namespaces /var/run/netns/..., and the daemon
+// opens them itself).
 func (c *Cluster) buildThickImage() (string, error) {
 	dir := filepath.Join(c.dir, "images")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
