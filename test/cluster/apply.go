@@ -65,26 +65,60 @@ func (c *Cluster) Apply(ctx context.Context, objs []*unstructured.Unstructured) 
 			return err
 		}
 	}
-	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(c.Client.Discovery()))
+	resource := c.resources(dyn)
 	for _, o := range rest {
-		gvk := o.GroupVersionKind()
-		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		ri, err := resource(o)
 		if err != nil {
-			return fmt.Errorf("kind %s of %s: %w", gvk, o.GetName(), err)
-		}
-		var ri dynamic.ResourceInterface = dyn.Resource(m.Resource)
-		if m.Scope.Name() == meta.RESTScopeNameNamespace {
-			ns := o.GetNamespace()
-			if ns == "" {
-				ns = "default"
-			}
-			ri = dyn.Resource(m.Resource).Namespace(ns)
+			return err
 		}
 		if err := applyOne(ctx, ri, o); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// Delete deletes objs, in order, in the foreground (an object's dependents, such as a DaemonSet's
+// pods, go first); one already gone is not an error.
+func (c *Cluster) Delete(ctx context.Context, objs []*unstructured.Unstructured) error {
+	dyn, err := dynamic.NewForConfig(c.Config)
+	if err != nil {
+		return err
+	}
+	resource := c.resources(dyn)
+	foreground := metav1.DeletePropagationForeground
+	for _, o := range objs {
+		ri, err := resource(o)
+		if err != nil {
+			return err
+		}
+		err = ri.Delete(ctx, o.GetName(), metav1.DeleteOptions{PropagationPolicy: &foreground})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting %s %s/%s: %w", o.GetKind(), o.GetNamespace(), o.GetName(), err)
+		}
+	}
+	return nil
+}
+
+// resources returns the dynamic client of an object's kind and namespace ("default" when it names
+// none), found through discovery.
+func (c *Cluster) resources(dyn dynamic.Interface) func(*unstructured.Unstructured) (dynamic.ResourceInterface, error) {
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(c.Client.Discovery()))
+	return func(o *unstructured.Unstructured) (dynamic.ResourceInterface, error) {
+		gvk := o.GroupVersionKind()
+		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			return nil, fmt.Errorf("kind %s of %s: %w", gvk, o.GetName(), err)
+		}
+		if m.Scope.Name() != meta.RESTScopeNameNamespace {
+			return dyn.Resource(m.Resource), nil
+		}
+		ns := o.GetNamespace()
+		if ns == "" {
+			ns = "default"
+		}
+		return dyn.Resource(m.Resource).Namespace(ns), nil
+	}
 }
 
 func applyOne(ctx context.Context, ri dynamic.ResourceInterface, o *unstructured.Unstructured) error {

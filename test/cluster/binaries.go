@@ -24,7 +24,7 @@ func Binaries(root string) (bin, assets string, err error) {
 			return "", "", err
 		}
 	}
-	for _, b := range []string{"kubelet", "kube-proxy", "kube-scheduler", "kube-controller-manager", "containerd", "containerd-shim-runc-v2", "ctr", "runc", "multus", "bridge", "host-local", "loopback", "macvlan"} {
+	for _, b := range []string{"kubelet", "kube-proxy", "kube-scheduler", "kube-controller-manager", "containerd", "containerd-shim-runc-v2", "ctr", "runc", "multus", "multus-daemon", "multus-shim", "bridge", "host-local", "loopback", "macvlan"} {
 		if _, err := os.Stat(filepath.Join(bin, b)); err != nil {
 			return "", "", fmt.Errorf("%s (%s) lacks %s: run hack/cluster-binaries.sh: %w", bin, binaryEnv, b, err)
 		}

@@ -33,12 +33,9 @@ func buildImages(root, dir, tag string) ([]string, error) {
 		{"./test/cluster/images/pause", PauseImage},
 		{"./test/cluster/images/server", TestImage},
 	} {
-		bin := filepath.Join(dir, filepath.Base(im.pkg))
-		cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", bin, im.pkg)
-		cmd.Dir = root
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return nil, fmt.Errorf("go build %s: %w\n%s", im.pkg, err, out)
+		bin, err := goBuild(root, dir, im.pkg)
+		if err != nil {
+			return nil, err
 		}
 		archive := bin + ".tar"
 		if err := singleBinaryImage(bin, im.ref, archive); err != nil {
@@ -57,22 +54,63 @@ func buildImages(root, dir, tag string) ([]string, error) {
 	return append(archives, filepath.Join(out, "netpool-linux-amd64.docker.tar")), nil
 }
 
+// goBuild builds the command pkg of the checkout at root as a static linux/amd64 binary in dir and
+// returns its path.
+func goBuild(root, dir, pkg string) (string, error) {
+	bin := filepath.Join(dir, filepath.Base(pkg))
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", bin, pkg)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build %s: %w\n%s", pkg, err, out)
+	}
+	return bin, nil
+}
+
 // singleBinaryImage writes a docker archive of an image with one layer that holds bin at /<name>,
 // its entrypoint.
 func singleBinaryImage(bin, ref, archive string) error {
-	data, err := os.ReadFile(bin)
-	if err != nil {
-		return err
-	}
 	base := "/" + filepath.Base(bin)
+	return layerImage([]imageFile{{name: base, src: bin, mode: 0o755}}, []string{base}, ref, archive)
+}
+
+// imageFile is one entry of an image's only layer at name: a file of data or of the file src
+// (mode), or, with link, a symbolic link to link, or, with none of them, a directory (mode).
+type imageFile struct {
+	name, src, link string
+	data            []byte
+	mode            int64
+}
+
+// layerImage writes a docker archive of a linux/amd64 image with one layer of files on an empty
+// base, with entrypoint.
+func layerImage(files []imageFile, entrypoint []string, ref, archive string) error {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
-	hdr := &tar.Header{Name: strings.TrimPrefix(base, "/"), Mode: 0o755, Size: int64(len(data)), ModTime: time.Unix(0, 0), Typeflag: tar.TypeReg}
-	if err := tw.WriteHeader(hdr); err != nil {
-		return err
-	}
-	if _, err := tw.Write(data); err != nil {
-		return err
+	for _, f := range files {
+		hdr := &tar.Header{Name: strings.TrimPrefix(f.name, "/"), Mode: f.mode, ModTime: time.Unix(0, 0)}
+		var data []byte
+		switch {
+		case f.link != "":
+			hdr.Typeflag, hdr.Linkname, hdr.Mode = tar.TypeSymlink, f.link, 0o777
+		case f.src == "" && f.data == nil:
+			hdr.Typeflag, hdr.Name = tar.TypeDir, hdr.Name+"/"
+		default:
+			data = f.data
+			if f.src != "" {
+				var err error
+				if data, err = os.ReadFile(f.src); err != nil {
+					return err
+				}
+			}
+			hdr.Typeflag, hdr.Size = tar.TypeReg, int64(len(data))
+		}
+		if err := tw.WriteHeader(hdr); err != nil {
+			return err
+		}
+		if _, err := tw.Write(data); err != nil {
+			return err
+		}
 	}
 	if err := tw.Close(); err != nil {
 		return err
@@ -92,7 +130,7 @@ func singleBinaryImage(bin, ref, archive string) error {
 	}
 	cf = cf.DeepCopy()
 	cf.OS, cf.Architecture = "linux", "amd64"
-	cf.Config.Entrypoint = []string{base}
+	cf.Config.Entrypoint = entrypoint
 	if img, err = mutate.ConfigFile(img, cf); err != nil {
 		return err
 	}

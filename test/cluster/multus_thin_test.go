@@ -2,10 +2,16 @@ package cluster_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"io/fs"
 	"net"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/netpool/netpool/test/cluster"
 	"github.com/netpool/netpool/test/poll"
 )
 
@@ -23,21 +29,36 @@ func storageNAD(network, cidr, gateway string) string {
 // address through kubelet's CNI DEL, not the test's.
 func TestMultusThin(t *testing.T) {
 	c := need(t)
+	ns := testNamespace(t, c, nil)
+	podsOnStorage(t, c, ns, "storage-thin", "192.168.20.0/22", "192.168.20.1")
+}
+
+// podsOnStorage is what each Multus test shows, whichever way Multus runs: pod a on the first node
+// and pod b on the second, in ns, both asking for a storageNAD of network on cidr, get an address
+// of cidr on net1 each, which Multus' network-status, the pod itself and its one reservation
+// agree on; a reaches b over the storage network and b sees a's net1 address as the source;
+// deleting a releases its address through kubelet's CNI DEL, not the test's, and leaves b's, and
+// the same DEL releases a's eth0 address in host-local's store.
+// b is left running.
+func podsOnStorage(t *testing.T, c *cluster.Cluster, ns, network, cidr, gateway string) {
+	t.Helper()
 	if len(c.Nodes) < 2 {
 		t.Fatal("needs two nodes")
 	}
 	ctx := context.Background()
 	cl := kubeClient(t, c)
-	ns := testNamespace(t, c, nil)
-	applyNAD(t, c, ns, "storage", storageNAD("storage-thin", "192.168.20.0/22", "192.168.20.1"))
-	_, subnet, _ := net.ParseCIDR("192.168.20.0/22")
+	applyNAD(t, c, ns, "storage", storageNAD(network, cidr, gateway))
+	_, subnet, err := net.ParseCIDR(cidr)
+	if err != nil {
+		t.Fatal(err)
+	}
 	nets := map[string]string{"k8s.v1.cni.cncf.io/networks": "storage"}
 	a := createRunning(t, c, serverPod(ns, "a", c.Nodes[0].Name, nets))
 	b := createRunning(t, c, serverPod(ns, "b", c.Nodes[1].Name, nets))
 	aAddr, bAddr := secondaryAddr(t, a, "net1"), secondaryAddr(t, b, "net1")
 	for _, p := range []struct{ name, ip, addr, node string }{{"a", a.Status.PodIP, aAddr, a.Spec.NodeName}, {"b", b.Status.PodIP, bAddr, b.Spec.NodeName}} {
 		if !subnet.Contains(net.ParseIP(p.addr)) {
-			t.Fatalf("pod %s: net1 %s outside 192.168.20.0/22", p.name, p.addr)
+			t.Fatalf("pod %s: net1 %s outside %s", p.name, p.addr, cidr)
 		}
 		var ans answer
 		poll.Eventually(t, 30*time.Second, "pod "+p.name+" answers", func() error {
@@ -73,6 +94,14 @@ func TestMultusThin(t *testing.T) {
 	}
 	deletePod(t, c, ns, "a")
 	waitReleased(t, cl, ns, "a")
+	// The same DEL reached eth0's plugins: host-local on a's node holds a's pod address no more.
+	held := c.Node(a.Spec.NodeName).Path(filepath.Join("/var/lib/cni/networks", cluster.PodNetwork, a.Status.PodIP))
+	poll.Eventually(t, time.Minute, "host-local releasing a's "+a.Status.PodIP, func() error {
+		if _, err := os.Stat(held); !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("%s is still there (%v)", held, err)
+		}
+		return nil
+	})
 	if rs, err := reservationsOf(ctx, cl, ns, "b"); err != nil || len(rs) != 1 {
 		t.Fatalf("b's reservation after a's delete: %v %v", rs, err)
 	}

@@ -54,7 +54,12 @@ var nodeBinds = []struct{ source, target string }{
 
 // holderScript makes the mount namespace: the binds, and an overlay on /etc (whose writes go to
 // the node's state) only so that /etc/cni/net.d can exist to be bound over without writing the
-// host's /etc. Then it says it is ready and sleeps, holding both namespaces open.
+// host's /etc. Then it makes the whole tree shared, as on a systemd host: containerd mounts a
+// hostPath with HostToContainer propagation (Multus thick's /, /run/netns, /var/lib/kubelet) only
+// from a shared or slave mount, and only then do mounts made later (a pod's network namespace
+// under /run/netns) reach the container. The peer groups are new, made in this namespace after
+// it was made private: nothing propagates to or from the host. Then it says it is ready and
+// sleeps, holding both namespaces open.
 const holderScript = `S="$1"
 mount --make-rprivate /
 mount -t overlay overlay -o "lowerdir=/etc,upperdir=$S/etc-upper,workdir=$S/etc-work" /etc
@@ -64,6 +69,7 @@ mount --bind "$S/var-log" /var/log
 mount --bind "$S/opt" /opt
 mount --bind "$S/cni-net.d" /etc/cni/net.d
 mount --bind "$S/run" /run
+mount --make-rshared /
 echo ready > "$S/holder.ready"
 exec sleep infinity
 `

@@ -94,9 +94,13 @@ conntrack:
 `, kubeconfig, n.Name, n.Addr, podCIDR)
 }
 
+// multusKubeconfig is the Multus thin plugin's kubeconfig on a node (the user multusUser).
+const multusKubeconfig = "/etc/cni/net.d/multus.d/multus.kubeconfig"
+
 // cniConfig is the node's pod network behind the Multus thin plugin: Multus delegates the pod's
-// eth0 to a bridge with the node's pod subnet, and each network the pod asks for to its NAD.
-func (n *Node) cniConfig(kubeconfig string) string {
+// eth0 to the node's pod bridge (podBridge) with portmap, and each network the pod asks for to its
+// NAD.
+func (n *Node) cniConfig() string {
 	return fmt.Sprintf(`{
   "cniVersion": "1.0.0",
   "name": "multus-cni-network",
@@ -106,35 +110,54 @@ func (n *Node) cniConfig(kubeconfig string) string {
   "logLevel": "verbose",
   "delegates": [{
     "cniVersion": "1.0.0",
-    "name": "podnet",
+    "name": %q,
     "plugins": [
-      {"type": "bridge", "bridge": "cni0", "isGateway": true, "ipMasq": false,
-       "ipam": {"type": "host-local", "ranges": [[{"subnet": %q}]], "routes": [{"dst": "0.0.0.0/0"}]}},
+      {%s},
       {"type": "portmap", "capabilities": {"portMappings": true}}
     ]
   }]
 }
-`, kubeconfig, n.PodCIDR)
+`, multusKubeconfig, PodNetwork, n.podBridge())
+}
+
+// PodNetwork is the CNI network name of every pod's eth0: host-local keeps the node's pod
+// addresses under /var/lib/cni/networks/<PodNetwork>/.
+const PodNetwork = "podnet"
+
+// podBridge is the plugin of every pod's eth0, whether Multus runs thin (cniConfig) or thick
+// (thickPrimaryConfig): a bridge with the node's pod subnet, its addresses from host-local.
+func (n *Node) podBridge() string {
+	return fmt.Sprintf(`"type": "bridge", "bridge": "cni0", "isGateway": true, "ipMasq": false,
+       "ipam": {"type": "host-local", "ranges": [[{"subnet": %q}]], "routes": [{"dst": "0.0.0.0/0"}]}`, n.PodCIDR)
+}
+
+// writeThinConfig writes the node's CNI configuration, cniConfig, as 00-multus.conf: at the start
+// and when UseMultusThin switches back. It replaces the file (temporary name, rename), so the
+// runtime never reads half of it and the mode is always 0644.
+func (n *Node) writeThinConfig() error {
+	return writeFileAtomic(filepath.Join(n.Path("/etc/cni/net.d"), multusConfFile), []byte(n.cniConfig()), 0o644)
 }
 
 // writeNodeFiles writes the node's configuration and installs the CNI plugins in its /opt/cni/bin.
 func (n *Node) writeNodeFiles(c *Cluster) error {
 	files := map[string]string{
-		filepath.Join(n.dir, "containerd.toml"):                   containerdConfig(c.BinDir),
-		filepath.Join(n.dir, "kubelet.yaml"):                      n.kubeletConfig(),
-		filepath.Join(n.dir, "kube-proxy.yaml"):                   n.kubeProxyConfig(filepath.Join(n.dir, "kube-proxy.kubeconfig")),
-		filepath.Join(n.Path("/etc/cni/net.d"), "00-multus.conf"): n.cniConfig("/etc/cni/net.d/multus.d/multus.kubeconfig"),
+		filepath.Join(n.dir, "containerd.toml"): containerdConfig(c.BinDir),
+		filepath.Join(n.dir, "kubelet.yaml"):    n.kubeletConfig(),
+		filepath.Join(n.dir, "kube-proxy.yaml"): n.kubeProxyConfig(filepath.Join(n.dir, "kube-proxy.kubeconfig")),
 	}
 	for p, data := range files {
 		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
 			return err
 		}
 	}
+	if err := n.writeThinConfig(); err != nil {
+		return err
+	}
 	server := fmt.Sprintf("https://%s:%d", hostAddr, apiPort)
 	for path, user := range map[string]string{
-		filepath.Join(n.dir, "kubelet.kubeconfig"):                               "system:node:" + n.Name,
-		filepath.Join(n.dir, "kube-proxy.kubeconfig"):                            "system:kube-proxy",
-		filepath.Join(n.Path("/etc/cni/net.d"), "multus.d", "multus.kubeconfig"): multusUser,
+		filepath.Join(n.dir, "kubelet.kubeconfig"):    "system:node:" + n.Name,
+		filepath.Join(n.dir, "kube-proxy.kubeconfig"): "system:kube-proxy",
+		n.Path(multusKubeconfig):                      multusUser,
 	} {
 		if err := c.pki.kubeconfig(path, server, user); err != nil {
 			return err
@@ -181,9 +204,18 @@ func copyFile(src, dst string, mode os.FileMode) error {
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return err
 	}
-	tmp := dst + ".tmp"
+	return writeFileAtomic(dst, data, mode)
+}
+
+// writeFileAtomic writes data to a temporary name beside path and renames it over path: a reader
+// sees the old file or the new one, and the new one has mode whatever the old one had.
+func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
+	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, data, mode); err != nil {
 		return err
 	}
-	return os.Rename(tmp, dst)
+	if err := os.Chmod(tmp, mode); err != nil { // WriteFile keeps the mode of a leftover tmp
+		return err
+	}
+	return os.Rename(tmp, path)
 }
