@@ -28,6 +28,7 @@ type cluster struct {
 	kubeconfig string
 	binary     string
 	controller *controllerProc
+	starts     int // controllers started, numbering their logs
 }
 
 // controllerProc is the running controller.
@@ -89,7 +90,8 @@ func (c *cluster) startController(o options) error {
 	if err != nil {
 		return err
 	}
-	logPath := filepath.Join(c.dir, "controller.log")
+	c.starts++
+	logPath := filepath.Join(c.dir, fmt.Sprintf("controller-%d.log", c.starts))
 	log, err := os.Create(logPath)
 	if err != nil {
 		return err
@@ -98,6 +100,9 @@ func (c *cluster) startController(o options) error {
 		"--metrics-bind-address", metrics, "--health-probe-bind-address", health}
 	if o.gcWorkers > 0 {
 		args = append(args, "--gc-workers", strconv.Itoa(o.gcWorkers))
+	}
+	if o.qps > 0 {
+		args = append(args, "--kube-api-qps", strconv.FormatFloat(o.qps, 'g', -1, 64), "--kube-api-burst", strconv.Itoa(int(2*o.qps)))
 	}
 	cmd := exec.Command(c.binary, args...)
 	cmd.Stdout, cmd.Stderr = log, log
@@ -108,6 +113,27 @@ func (c *cluster) startController(o options) error {
 	go func() { p.done <- cmd.Wait(); _ = log.Close() }()
 	c.controller = p
 	return nil
+}
+
+// stopController ends the controller (SIGTERM), if one runs.
+func (c *cluster) stopController() error {
+	p := c.controller
+	if p == nil {
+		return nil
+	}
+	c.controller = nil
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		return err
+	}
+	select {
+	case err := <-p.done:
+		if err != nil {
+			return fmt.Errorf("controller: %w (log: %s)", err, p.log)
+		}
+		return nil
+	case <-time.After(15 * time.Second):
+		return errors.Join(fmt.Errorf("the controller did not stop within 15s"), p.cmd.Process.Kill())
+	}
 }
 
 // waitReady waits until the controller's /readyz answers 200 (its caches have synced).
@@ -135,21 +161,7 @@ func (p *controllerProc) waitReady(timeout time.Duration) error {
 // stop ends the controller (SIGTERM) and the control plane, and removes the work directory
 // unless keep.
 func (c *cluster) stop(keep bool) error {
-	var errs []error
-	if p := c.controller; p != nil {
-		if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-			errs = append(errs, err)
-		} else {
-			select {
-			case err := <-p.done:
-				if err != nil {
-					errs = append(errs, fmt.Errorf("controller: %w (log: %s)", err, p.log))
-				}
-			case <-time.After(15 * time.Second):
-				errs = append(errs, fmt.Errorf("the controller did not stop within 15s"), p.cmd.Process.Kill())
-			}
-		}
-	}
+	errs := []error{c.stopController()}
 	if c.plane != nil {
 		errs = append(errs, c.plane.Stop())
 	}

@@ -54,6 +54,7 @@ func measureLatency(ctx context.Context, c *cluster, o options, w *workload, rep
 		if err := c.client.Delete(ctx, w.pods[i], client.GracePeriodSeconds(0)); err != nil {
 			return fmt.Errorf("failed to delete pod %s: %w", w.pods[i].Name, err)
 		}
+		w.deletedLive++
 		mu.Lock()
 		deletedAt[w.reservations[i]] = time.Now()
 		mu.Unlock()

@@ -27,6 +27,11 @@ type workload struct {
 	reservations []string
 	// leaked are the attachments the sweep must release: [0, deleted+finished).
 	leaked int
+	// deletedLive are the attachments after them whose pods the latency measurement deleted:
+	// [leaked, leaked+deletedLive), released then.
+	deletedLive int
+	// addrs are the attachments' addresses, for recreating a leak.
+	addrs []netip.Addr
 	// loaded is when the last reservation was created.
 	loaded time.Time
 }
@@ -53,6 +58,7 @@ func load(ctx context.Context, c *cluster, o options, rep *report) (*workload, e
 	for a, i := base.Next(), 0; i < o.pods; a, i = a.Next(), i+1 {
 		addrs[i] = a
 	}
+	w.addrs = addrs
 	err := parallel(ctx, o.pods, o.concurrency, func(i int) error {
 		pod, err := createPod(ctx, cl, i, addrs[i], o.nodes)
 		if err != nil {

@@ -37,6 +37,8 @@ type options struct {
 	concurrency int
 	grace       time.Duration
 	gcWorkers   int
+	qps         float64
+	resweeps    []sweepConfig
 	maxSweep    time.Duration
 	maxRSSMiB   int
 	binDir      string
@@ -54,6 +56,9 @@ func main() {
 	flag.IntVar(&o.rate, "rate", 1000, "deletions per minute")
 	flag.IntVar(&o.concurrency, "concurrency", 64, "requests in flight while loading the cluster")
 	flag.IntVar(&o.gcWorkers, "gc-workers", 0, "the controller's --gc-workers (0: its default)")
+	flag.Float64Var(&o.qps, "kube-api-qps", 0, "the controller's --kube-api-qps, its --kube-api-burst twice that (0: its defaults)")
+	resweeps := flag.String("resweep", "", "after the measurements, sweep the same leaks again with each of these controller settings, "+
+		"comma-separated WORKERS[:QPS] (e.g. 32,32:2000): the leaks are recreated and the controller restarted cold for each")
 	flag.DurationVar(&o.grace, "gc-grace", 5*time.Second, "the controller's --gc-grace (the load waits it out)")
 	flag.DurationVar(&o.maxSweep, "max-sweep", 10*time.Second, "target: controller start to every leak released")
 	flag.IntVar(&o.maxRSSMiB, "max-rss-mib", 300, "target: the controller's peak resident memory")
@@ -61,6 +66,11 @@ func main() {
 	flag.BoolVar(&o.keep, "keep", false, "keep the work directory (the controller's log) and print its path")
 	noFailExit := flag.Bool("no-fail-exit", false, "exit 0 even when a target is missed")
 	flag.Parse()
+	var err error
+	if o.resweeps, err = parseSweeps(*resweeps); err != nil {
+		fmt.Fprintln(os.Stderr, "bench: -resweep:", err)
+		os.Exit(2)
+	}
 	if err := o.validate(); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(2)
@@ -69,11 +79,13 @@ func main() {
 	ctx, stop := benchenv.Context()
 	defer stop()
 	rep, err := run(ctx, o)
+	if rep != nil {
+		rep.print(os.Stdout, o)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
-	rep.print(os.Stdout, o)
 	if !rep.ok(o) && !*noFailExit {
 		os.Exit(1)
 	}
@@ -86,6 +98,9 @@ func (o options) validate() error {
 	}
 	if o.gcWorkers < 0 {
 		return fmt.Errorf("-gc-workers %d: 0 (the controller's default) or more", o.gcWorkers)
+	}
+	if o.qps < 0 {
+		return fmt.Errorf("-kube-api-qps %g: 0 (the controller's default) or more", o.qps)
 	}
 	if o.nodes < 1 || o.nodes > 9999 {
 		return fmt.Errorf("-nodes %d: 1 to 9999", o.nodes)
@@ -118,7 +133,8 @@ func run(ctx context.Context, o options) (*report, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := measureSweep(ctx, c, o, w, rep); err != nil {
+	rep.config = sweepConfig{o.gcWorkers, o.qps}
+	if err := measureSweep(ctx, c, o, w, &rep.sweepResult); err != nil {
 		return nil, err
 	}
 	if err := measureLatency(ctx, c, o, w, rep); err != nil {
@@ -129,5 +145,12 @@ func run(ctx context.Context, o options) (*report, error) {
 		return nil, err
 	}
 	rep.peakRSS = p.HWM
+	for _, sc := range o.resweeps {
+		rs, err := resweep(ctx, c, o, w, sc)
+		if err != nil {
+			return rep, err
+		}
+		rep.resweeps = append(rep.resweeps, rs)
+	}
 	return rep, nil
 }

@@ -68,7 +68,7 @@ func TestPercentile(t *testing.T) {
 }
 
 func TestValidate(t *testing.T) {
-	good := options{nodes: 100, pods: 30, density: 110, parallel: 200, raw: 1000, statusInterval: time.Second}
+	good := options{nodes: 100, pods: 30, density: 110, parallel: 200, raw: 1000, statusInterval: time.Second, statusFanout: -1}
 	if err := good.validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -79,6 +79,7 @@ func TestValidate(t *testing.T) {
 		"negative rate":   func(o *options) { o.rate = -1 },
 		"too many raw":    func(o *options) { o.raw = 70000 },
 		"status interval": func(o *options) { o.statusInterval = 0 },
+		"status fanout":   func(o *options) { o.statusFanout = -2 },
 	} {
 		o := good
 		mut(&o)

@@ -88,16 +88,24 @@ func (v *verdict) ok() bool { return len(v.duplicates) == 0 && len(v.lost) == 0 
 // connected: the cheapest write the API server does, against which an ADD's cost is judged.
 type baseline struct {
 	name    string
+	short   string // in the ratios of each phase
 	creates int
 	fails   int
 	wall    time.Duration
 	before  snapshot
 	after   snapshot
+	// watches are the label-selected watches of the created kind that were open (the watched
+	// baseline), delivered the events they received.
+	watches, delivered int
+	// watchesEnded are the watches the API server ended before the baseline was done: their
+	// events were not delivered, nor offered.
+	watchesEnded int
 }
 
-// rawCreates creates n objects made by mk from this warm process, parallel at a time, and deletes
-// them again (outside the measurement).
-func rawCreates(ctx context.Context, c *cluster, s *sampler, name string, n, parallel int, mk func(i int) client.Object) (*baseline, error) {
+// rawCreates creates n objects made by mk from this warm process, parallel at a time, and runs
+// settled (when not nil) before the closing snapshot; cleanRaw deletes them again (outside the
+// measurement).
+func rawCreates(ctx context.Context, c *cluster, s *sampler, name string, n, parallel int, mk func(i int) client.Object, settled func()) (*baseline, error) {
 	b := &baseline{name: name, creates: n}
 	var err error
 	if b.before, err = s.take(ctx); err != nil {
@@ -111,6 +119,9 @@ func rawCreates(ctx context.Context, c *cluster, s *sampler, name string, n, par
 		}
 	})
 	b.wall = time.Since(began)
+	if settled != nil {
+		settled()
+	}
 	if b.after, err = s.take(ctx); err != nil {
 		return nil, err
 	}

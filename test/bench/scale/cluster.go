@@ -137,8 +137,8 @@ func (c *cluster) apply(path string) error {
 
 // startController runs netpool-controller with its defaults but one replica, a GC grace longer than
 // the run (hollow pods exist nowhere, and must not be collected), the given pool status interval
-// and loopback listeners.
-func (c *cluster) startController(statusInterval time.Duration) error {
+// and fan-out (below 0: the controller's default) and loopback listeners.
+func (c *cluster) startController(statusInterval time.Duration, statusFanout float64) error {
 	metrics, err := benchproc.FreeAddr()
 	if err != nil {
 		return err
@@ -154,6 +154,9 @@ func (c *cluster) startController(statusInterval time.Duration) error {
 	cmd := exec.Command(filepath.Join(filepath.Dir(c.agentBin), "netpool-controller"), "--kubeconfig", c.kubeconfig,
 		"--leader-elect=false", "--gc-grace=24h", "--pool-status-interval", statusInterval.String(),
 		"--metrics-bind-address", metrics, "--health-probe-bind-address", health)
+	if statusFanout >= 0 {
+		cmd.Args = append(cmd.Args, "--pool-status-fanout", strconv.FormatFloat(statusFanout, 'g', -1, 64))
+	}
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("failed to start the controller: %w", err)

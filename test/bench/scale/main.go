@@ -47,6 +47,7 @@ type options struct {
 	sliceSize      int
 	policy         bool
 	statusInterval time.Duration
+	statusFanout   float64
 	raw            int
 	startParallel  int
 	stormTimeout   time.Duration
@@ -54,6 +55,7 @@ type options struct {
 	realAgent      bool
 	heapProfile    string
 	apiProfile     string
+	stormProfile   string
 	binDir         string
 	keep           bool
 	targets        bool
@@ -72,6 +74,7 @@ func main() {
 	flag.IntVar(&o.sliceSize, "slice-size", 0, "the IPPool's sliceSize (0: the default, 64 addresses a block for a wide range)")
 	flag.BoolVar(&o.policy, "policy", true, "agents use pod-bound ServiceAccount tokens under deploy/base's RBAC and node-isolation policy (else the admin)")
 	flag.DurationVar(&o.statusInterval, "pool-status-interval", time.Second, "the controller's --pool-status-interval")
+	flag.Float64Var(&o.statusFanout, "pool-status-fanout", -1, "the controller's --pool-status-fanout (-1: its default)")
 	flag.IntVar(&o.raw, "raw", 2000, "raw Creates of each baseline")
 	flag.IntVar(&o.startParallel, "start-parallel", 50, "agents starting at once when the cluster is brought up (the restart storm starts all at once)")
 	flag.DurationVar(&o.stormTimeout, "storm-timeout", 10*time.Minute, "how long each agent of the restart storm may take to be ready before it counts as failed")
@@ -79,6 +82,7 @@ func main() {
 	flag.BoolVar(&o.realAgent, "real-agent", true, "also start one real netpool-agent process once the cluster is full, for its resident memory")
 	flag.StringVar(&o.heapProfile, "heap-profile", "", "write the bench's heap profile after the rollout to this file")
 	flag.StringVar(&o.apiProfile, "apiserver-profile", "", "write a 30 s CPU profile of the API server during the rollout to this file")
+	flag.StringVar(&o.stormProfile, "storm-profile", "", "write a 20 s CPU profile of the API server from the restart storm's start to this file")
 	flag.StringVar(&o.binDir, "bin", "", "directory holding netpool-controller and netpool-agent (default: build them)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the work directory (the controller's log)")
 	flag.BoolVar(&o.targets, "targets", true, "judge the targets (exit 1 on a miss)")
@@ -120,6 +124,8 @@ func (o options) validate() error {
 		return fmt.Errorf("-raw %d: 1 to 60000", o.raw)
 	case o.statusInterval <= 0:
 		return fmt.Errorf("-pool-status-interval %s must be positive", o.statusInterval)
+	case !(o.statusFanout >= -1) || o.statusFanout > 1e9:
+		return fmt.Errorf("-pool-status-fanout %g: -1 (the controller's default), 0 (unbounded) or a rate", o.statusFanout)
 	}
 	return nil
 }

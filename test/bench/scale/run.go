@@ -79,7 +79,7 @@ func run(ctx context.Context, o options) (rep *report, err error) {
 	if err := c.client.Create(ctx, pool); err != nil {
 		return nil, fmt.Errorf("failed to create the IPPool: %w", err)
 	}
-	if err := c.startController(o.statusInterval); err != nil {
+	if err := c.startController(o.statusInterval, o.statusFanout); err != nil {
 		return nil, err
 	}
 	rep = &report{}
@@ -126,18 +126,28 @@ func run(ctx context.Context, o options) (rep *report, err error) {
 	rep.idle.wall = idleFor + settle
 
 	for _, b := range []struct {
-		name string
-		mk   func(int) client.Object
+		name, short string
+		mk          func(int) client.Object
 	}{
-		{"raw Create of a tiny unwatched custom resource", benchObject},
-		{"raw Create of a tiny reservation of no agent's node", tinyReservation},
+		{"raw Create of a tiny unwatched custom resource", "unwatched CR", benchObject},
+		{"raw Create of a tiny reservation of no agent's node", "tiny reservation", tinyReservation},
 	} {
-		raw, err := rawCreates(ctx, c, s, b.name, o.raw, 50, b.mk)
+		raw, err := rawCreates(ctx, c, s, b.name, o.raw, 50, b.mk, nil)
 		if err != nil {
 			return rep, err
 		}
+		raw.short = b.short
 		rep.raws = append(rep.raws, raw)
 	}
+	names := make([]string, len(hs))
+	for i, h := range hs {
+		names[i] = h.node
+	}
+	watched, err := watchedCreates(ctx, c, s, o.raw, 50, names)
+	if err != nil {
+		return rep, err
+	}
+	rep.raws = append(rep.raws, watched)
 	if err := cleanRaw(ctx, c); err != nil {
 		return rep, err
 	}
@@ -179,7 +189,7 @@ func run(ctx context.Context, o options) (rep *report, err error) {
 		}
 		rep.phases = append(rep.phases, p)
 	}
-	if rep.storm, err = r.storm(ctx, s, hs, o.stormTimeout); err != nil {
+	if rep.storm, err = r.storm(ctx, s, hs, o.stormTimeout, o.stormProfile); err != nil {
 		return rep, err
 	}
 	if rep.verdict, err = verify(ctx, c, r.ledger); err != nil {

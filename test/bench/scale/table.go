@@ -77,6 +77,19 @@ func (r *report) netPerCall(p *phase) time.Duration {
 	return time.Duration(max(0, cpu) / float64(max(1, p.adds+p.dels)) * float64(time.Second))
 }
 
+// ratios is cpu against each baseline's CPU per Create: "2.10x the unwatched CR, ...".
+func ratios(cpu time.Duration, raws []*baseline) string {
+	var parts []string
+	for _, b := range raws {
+		if per := b.perCreate(); per > 0 {
+			parts = append(parts, fmt.Sprintf("%.2fx the %s", float64(cpu)/float64(per), b.short))
+		} else {
+			parts = append(parts, "no CPU measured for the "+b.short)
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
 // hotPath is the active nodes' reads and writes per ADD: GET and LIST, and POST, PUT, PATCH and
 // DELETE.
 func (p *phase) hotPath() (reads, writes float64) {
@@ -148,8 +161,12 @@ func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Micros
 
 // print writes the run's tables.
 func (r *report) print(w io.Writer, o options) {
-	fmt.Fprintf(w, "hollow nodes: %d (asked %d), %d ADDs per node, pool %s (sliceSize %d), policy %v, controller --pool-status-interval %s\n",
-		r.nodes, o.nodes, o.pods, o.cidr, o.sliceSize, o.policy, o.statusInterval)
+	fanout := "its default"
+	if o.statusFanout >= 0 {
+		fanout = fmt.Sprint(o.statusFanout)
+	}
+	fmt.Fprintf(w, "hollow nodes: %d (asked %d), %d ADDs per node, pool %s (sliceSize %d), policy %v, controller --pool-status-interval %s, --pool-status-fanout %s\n",
+		r.nodes, o.nodes, o.pods, o.cidr, o.sliceSize, o.policy, o.statusInterval, fanout)
 	if r.shortBy != "" {
 		fmt.Fprintln(w, "stopped short:", r.shortBy)
 	}
@@ -167,9 +184,13 @@ func (r *report) print(w io.Writer, o options) {
 			idleFor, r.nodes, 1000*r.idleRate(), float64(own)/n, float64(other)/n, float64(otherB)/n, describe(r.idle.idle.Bookmarks, n))
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "\nbaseline\tcreates/s\tapiserver+etcd CPU per create\tload avg")
+	fmt.Fprintln(tw, "\nbaseline\tcreates/s\tapiserver+etcd CPU per create\tload avg\twatch events delivered")
 	for _, b := range r.raws {
-		fmt.Fprintf(tw, "%s\t%.0f\t%s\t%.1f\n", b.name, b.rate(), ms(b.perCreate()), b.after.load1)
+		delivered := "-"
+		if b.watches > 0 {
+			delivered = fmt.Sprintf("%d of %d creates, %d watches open, %d ended early", b.delivered, b.creates-b.fails, b.watches, b.watchesEnded)
+		}
+		fmt.Fprintf(tw, "%s\t%.0f\t%s\t%.1f\t%s\n", b.name, b.rate(), ms(b.perCreate()), b.after.load1, delivered)
 	}
 	_ = tw.Flush()
 	for _, p := range r.phases {
@@ -230,10 +251,8 @@ func (r *report) printPhase(w io.Writer, p *phase) {
 	fmt.Fprintf(tw, "agent requests per call (busy nodes)\t%.3f reads, %.3f writes: %s\n", reads, writes, describe(p.active.Requests, float64(calls)))
 	cpu := cpuOf(p.before, p.after)
 	ratio := ""
-	if len(r.raws) == 2 {
-		net := float64(r.netPerCall(p))
-		ratio = fmt.Sprintf(", %s net of idle: %.2fx the raw Create of an unwatched resource, %.2fx that of a reservation",
-			ms(r.netPerCall(p)), net/float64(r.raws[0].perCreate()), net/float64(r.raws[1].perCreate()))
+	if len(r.raws) > 0 {
+		ratio = fmt.Sprintf(", %s net of idle: %s", ms(r.netPerCall(p)), ratios(r.netPerCall(p), r.raws))
 	}
 	fmt.Fprintf(tw, "apiserver + etcd CPU\t%.1f s: %s per call%s; apiserver %.1f s, etcd %.1f s, controller %.1f s, agents+bench %.1f s\n",
 		cpu.Seconds(), ms(p.perCall()), ratio, (p.after.apiserver.CPU - p.before.apiserver.CPU).Seconds(),
@@ -318,9 +337,32 @@ func (r *report) printStorm(w io.Writer, s *storm) {
 	fmt.Fprintf(tw, "requests per agent\t%s; watches %s\n", describe(s.active.Requests, n), describe(s.active.Watches, n))
 	fmt.Fprintf(tw, "whole collections listed or watched (IPPools aside)\t%s\n", describe(s.wide, 1))
 	fmt.Fprintf(tw, "agent requests without success\t%s\n", describe(s.active.Failures, 1))
+	apiCPU := s.after.apiserver.CPU - s.before.apiserver.CPU
 	fmt.Fprintf(tw, "apiserver + etcd CPU\t%.1f s (apiserver %.1f, etcd %.1f); apiserver RSS %.0f MiB\n", cpuOf(s.before, s.after).Seconds(),
-		(s.after.apiserver.CPU - s.before.apiserver.CPU).Seconds(), (s.after.etcd.CPU - s.before.etcd.CPU).Seconds(), mib(s.after.apiserver.RSS))
+		apiCPU.Seconds(), (s.after.etcd.CPU - s.before.etcd.CPU).Seconds(), mib(s.after.apiserver.RSS))
+	if v := r.verdict; v != nil {
+		// Nothing is created or deleted during the storm: the final LIST counts what every agent's
+		// selected watches of reservations and slices were matched against.
+		objects := v.reservations + v.slices
+		perAgent, perObject := stormCost(apiCPU, s.activeNodes, objects)
+		fmt.Fprintf(tw, "apiserver CPU per agent start\t%s; %.2f us per agent per reservation or slice stored (%d)\n",
+			ms(perAgent), perObject, objects)
+	}
 	_ = tw.Flush()
+}
+
+// stormCost is the API server's CPU of the restart storm per agent, and per agent per object of
+// the kinds the agents select from (each agent's watch with a label or field selector is served by
+// a scan of every cached object of its kind: the storm costs agents x objects), in microseconds.
+func stormCost(cpu time.Duration, agents, objects int) (perAgent time.Duration, perObjectUs float64) {
+	if agents <= 0 {
+		return 0, 0
+	}
+	perAgent = cpu / time.Duration(agents)
+	if objects > 0 {
+		perObjectUs = float64(perAgent.Nanoseconds()) / 1000 / float64(objects)
+	}
+	return perAgent, perObjectUs
 }
 
 func kib(b float64) string { return fmt.Sprintf("%.1f KiB", b/1024) }

@@ -359,7 +359,11 @@ type storm struct {
 	wide map[string]int
 }
 
-func (r *runner) storm(ctx context.Context, s *sampler, hs []*hollow, within time.Duration) (*storm, error) {
+// stormProfileFor is the length of -storm-profile's profile: the storm's first seconds, when every
+// agent's watches start.
+const stormProfileFor = 20 * time.Second
+
+func (r *runner) storm(ctx context.Context, s *sampler, hs []*hollow, within time.Duration, profile string) (*storm, error) {
 	st := &storm{phase: phase{name: fmt.Sprintf("restart storm: %d agents at once", len(hs))}}
 	for _, h := range hs {
 		h.stop()
@@ -369,12 +373,21 @@ func (r *runner) storm(ctx context.Context, s *sampler, hs []*hollow, within tim
 	if st.before, err = s.take(ctx); err != nil {
 		return st, err
 	}
+	profiled := make(chan error, 1)
+	if profile != "" {
+		go func() { profiled <- s.cpuProfile(ctx, profile, stormProfileFor) }()
+	} else {
+		profiled <- nil
+	}
 	began := time.Now()
 	_, st.failures, err = startAll(ctx, hs, 0, within)
 	if err != nil {
 		st.firstFailure = err.Error()
 	}
 	st.ready = time.Since(began)
+	if err := <-profiled; err != nil {
+		return st, err
+	}
 	st.wall = st.ready
 	if st.after, err = s.take(ctx); err != nil {
 		return st, err
