@@ -21,6 +21,10 @@ import (
 // migration's shape), gets the same address; deleting both pods keeps the address, and deleting the
 // claim releases it through the controller.
 func TestIPAMClaimMigration(t *testing.T) {
+	// Most of this test is the controller's GC grace passing; it shares no namespace, range or
+	// pool with any other test and changes no node, so it waits beside the other one that does
+	// (TestIPAMClaimMigration, TestStatefulSetSticky) once every sequential test has run.
+	t.Parallel()
 	c := need(t)
 	ctx := context.Background()
 	cl := kubeClient(t, c)

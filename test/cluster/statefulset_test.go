@@ -23,6 +23,10 @@ import (
 // of db-1 and db-2 stay while their pods exist and until the GC grace has passed since they were
 // reserved, and then the controller releases them; db-0 keeps its own.
 func TestStatefulSetSticky(t *testing.T) {
+	// Most of this test is the controller's GC grace passing; it shares no namespace, range or
+	// pool with any other test and changes no node, so it waits beside the other one that does
+	// (TestIPAMClaimMigration, TestStatefulSetSticky) once every sequential test has run.
+	t.Parallel()
 	c := need(t)
 	ctx := context.Background()
 	cl := kubeClient(t, c)
