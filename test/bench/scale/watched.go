@@ -52,7 +52,6 @@ func watchedObject(nodes []string) func(int) client.Object {
 type nodeWatches struct {
 	ws       []watch.Interface
 	received atomic.Int64 // ADDED events
-	failed   atomic.Int64 // ERROR events
 	ended    atomic.Int64 // watches the API server ended before stop
 	stopping atomic.Bool
 	wg       sync.WaitGroup
@@ -88,8 +87,6 @@ func openNodeWatches(ctx context.Context, c *cluster, nodes []string) (*nodeWatc
 			for ev := range w.ResultChan() {
 				if ev.Type == watch.Added {
 					nw.received.Add(1)
-				} else if ev.Type == watch.Error {
-					nw.failed.Add(1)
 				}
 			}
 			if !nw.stopping.Load() {
