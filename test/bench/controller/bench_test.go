@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -96,6 +97,8 @@ func TestValidateOptions(t *testing.T) {
 		"leaks exceed":        func(o *options) { o.deleted = 150000 },
 		"negative gc-workers": func(o *options) { o.gcWorkers = -1 },
 		"negative qps":        func(o *options) { o.qps = -1 },
+		"NaN qps":             func(o *options) { o.qps = math.NaN() },
+		"infinite qps":        func(o *options) { o.qps = math.Inf(1) },
 	} {
 		o := good
 		mut(&o)

@@ -99,8 +99,8 @@ func (o options) validate() error {
 	if o.gcWorkers < 0 {
 		return fmt.Errorf("-gc-workers %d: 0 (the controller's default) or more", o.gcWorkers)
 	}
-	if o.qps < 0 {
-		return fmt.Errorf("-kube-api-qps %g: 0 (the controller's default) or more", o.qps)
+	if !(o.qps >= 0) || o.qps > 1e6 { // NaN fails the first test
+		return fmt.Errorf("-kube-api-qps %g: 0 (the controller's default) to 1e6", o.qps)
 	}
 	if o.nodes < 1 || o.nodes > 9999 {
 		return fmt.Errorf("-nodes %d: 1 to 9999", o.nodes)
