@@ -2,6 +2,8 @@
 // each file it is given into the node's CNI bin directory (a hostPath), under a temporary name,
 // synced and then renamed, so that a runtime that runs the plugin meanwhile never executes a
 // half-written binary. The image has no shell, so this stands in for upstream's `cp`.
+// netpool's own installer (cli/install) does the same for its plugins, but the test images import
+// no project code (test/layout), so that a change to the product cannot change the fixtures.
 //
 //	cni-install DIR FILE...
 package main
