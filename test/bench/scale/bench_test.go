@@ -88,3 +88,34 @@ func TestValidate(t *testing.T) {
 		}
 	}
 }
+
+func TestRefusals(t *testing.T) {
+	before := snapshot{api: series{
+		`apiserver_flowcontrol_rejected_requests_total{flow_schema="netpool-agent",priority_level="netpool-agent",reason="time-out"}`: 5,
+	}}
+	after := snapshot{api: series{
+		`apiserver_flowcontrol_rejected_requests_total{flow_schema="netpool-agent",priority_level="netpool-agent",reason="time-out"}`:     12,
+		`apiserver_flowcontrol_rejected_requests_total{flow_schema="service-accounts",priority_level="workload-low",reason="queue-full"}`: 3,
+		`apiserver_request_total{code="429",resource="nodes",verb="WATCH"}`:                                                               10,
+	}}
+	if got, want := refusals(before, after), "netpool-agent time-out 7, workload-low queue-full 3"; got != want {
+		t.Errorf("refusals = %q, want %q", got, want)
+	}
+	if got := refusals(after, after); got != "none" {
+		t.Errorf("refusals without new ones = %q, want none", got)
+	}
+}
+
+func TestClosedWatches(t *testing.T) {
+	before := snapshot{api: series{
+		`apiserver_terminated_watchers_total{group="ipam.netpool.io",resource="overlappingrangeipreservations"}`: 100,
+	}}
+	after := snapshot{api: series{
+		`apiserver_terminated_watchers_total{group="ipam.netpool.io",resource="overlappingrangeipreservations"}`: 4100,
+		`apiserver_terminated_watchers_total{group="ipam.netpool.io",resource="ippoolslices"}`:                   7,
+		`apiserver_flowcontrol_rejected_requests_total{priority_level="x",reason="time-out"}`:                    3,
+	}}
+	if got, want := closedWatches(before, after), "ippoolslices 7, overlappingrangeipreservations 4e+03"; got != want {
+		t.Errorf("closedWatches = %q, want %q", got, want)
+	}
+}

@@ -21,6 +21,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -50,8 +52,8 @@ type cluster struct {
 
 // startCluster starts kube-apiserver and etcd sized for o.nodes watchers, with netpool's CRDs,
 // the NAD CRD (the controller waits for it) and the bench's unwatched tiny CRD; with o.policy, the
-// agent's namespace, RBAC and node-isolation policy from deploy/base. On error the returned cluster,
-// if any, must be stopped.
+// agent's namespace, RBAC and node-isolation policy from deploy/base, and with o.flowcontrol its
+// priority level. On error the returned cluster, if any, must be stopped.
 func startCluster(o options) (*cluster, error) {
 	root, err := benchenv.Root()
 	if err != nil {
@@ -84,7 +86,11 @@ func startCluster(o options) (*cluster, error) {
 		return c, err
 	}
 	if o.policy {
-		for _, f := range []string{"namespace.yaml", "agent-rbac.yaml", "agent-admission.yaml"} {
+		files := []string{"namespace.yaml", "agent-rbac.yaml", "agent-admission.yaml"}
+		if o.flowcontrol {
+			files = append(files, "agent-flowcontrol.yaml")
+		}
+		for _, f := range files {
 			if err := c.apply(filepath.Join(root, "deploy", "base", f)); err != nil {
 				return c, err
 			}
@@ -212,6 +218,25 @@ func (c *cluster) agentConfig(ctx context.Context, o options, node string) (*res
 	cfg := rest.AnonymousClientConfig(c.cfg)
 	cfg.BearerToken = tr.Status.Token
 	return cfg, nil
+}
+
+// agentKubeconfig writes the kubeconfig of node's agent (agentConfig's identity) for a process, and
+// returns its path.
+func (c *cluster) agentKubeconfig(ctx context.Context, o options, node string) (string, error) {
+	cfg, err := c.agentConfig(ctx, o, node)
+	if err != nil {
+		return "", err
+	}
+	if !o.policy {
+		return c.kubeconfig, nil
+	}
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["bench"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos[node] = &clientcmdapi.AuthInfo{Token: cfg.BearerToken}
+	kc.Contexts["bench"] = &clientcmdapi.Context{Cluster: "bench", AuthInfo: node}
+	kc.CurrentContext = "bench"
+	path := filepath.Join(c.dir, node+".kubeconfig")
+	return path, clientcmd.WriteToFile(*kc, path)
 }
 
 // processes returns the PIDs of the API server and etcd (children of this process), 0 for one not

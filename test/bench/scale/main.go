@@ -4,7 +4,8 @@
 // (envtest) and the real controller. Node objects are written directly; there are no kubelets and
 // no node leases. With -policy (the default) every agent authenticates with a token of the agent's
 // ServiceAccount bound to a pod on its node, so the node-isolation policy of deploy/base runs on
-// every write, as in a cluster.
+// every write, as in a cluster, and (with -flowcontrol, the default) API priority and fairness puts
+// the agents' requests in the priority level deploy/base gives them.
 //
 // Workloads, each a phase measured between two snapshots of the API server's and etcd's metrics and
 // CPU and of every agent's request and watch counters:
@@ -46,6 +47,7 @@ type options struct {
 	cidr           string
 	sliceSize      int
 	policy         bool
+	flowcontrol    bool
 	statusInterval time.Duration
 	statusFanout   float64
 	raw            int
@@ -73,13 +75,14 @@ func main() {
 	flag.StringVar(&o.cidr, "cidr", "10.64.0.0/12", "range of the IPPool every node allocates from")
 	flag.IntVar(&o.sliceSize, "slice-size", 0, "the IPPool's sliceSize (0: the default, 64 addresses a block for a wide range)")
 	flag.BoolVar(&o.policy, "policy", true, "agents use pod-bound ServiceAccount tokens under deploy/base's RBAC and node-isolation policy (else the admin)")
+	flag.BoolVar(&o.flowcontrol, "flowcontrol", true, "with -policy, the agents' priority level of deploy/base/agent-flowcontrol.yaml (else the API server's default levels)")
 	flag.DurationVar(&o.statusInterval, "pool-status-interval", time.Second, "the controller's --pool-status-interval")
 	flag.Float64Var(&o.statusFanout, "pool-status-fanout", -1, "the controller's --pool-status-fanout (-1: its default)")
 	flag.IntVar(&o.raw, "raw", 2000, "raw Creates of each baseline")
 	flag.IntVar(&o.startParallel, "start-parallel", 50, "agents starting at once when the cluster is brought up (the restart storm starts all at once)")
 	flag.DurationVar(&o.stormTimeout, "storm-timeout", 10*time.Minute, "how long each agent of the restart storm may take to be ready before it counts as failed")
 	flag.Float64Var(&o.minAvailGiB, "min-available-gib", 6, "end the run when the machine's available memory falls below this (and start no more agents than leave 4 GiB more for the rollout)")
-	flag.BoolVar(&o.realAgent, "real-agent", true, "also start one real netpool-agent process once the cluster is full, for its resident memory")
+	flag.BoolVar(&o.realAgent, "real-agent", true, "also start one real netpool-agent process (with the first node's identity) once the cluster is full, for its resident memory")
 	flag.StringVar(&o.heapProfile, "heap-profile", "", "write the bench's heap profile after the rollout to this file")
 	flag.StringVar(&o.apiProfile, "apiserver-profile", "", "write a 30 s CPU profile of the API server during the rollout to this file")
 	flag.StringVar(&o.stormProfile, "storm-profile", "", "write a 20 s CPU profile of the API server from the restart storm's start to this file")

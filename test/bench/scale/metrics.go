@@ -49,7 +49,7 @@ func (s series) sum(name string, want ...string) float64 {
 // kept are the metrics a snapshot keeps: the API server's and etcd's endpoints write thousands of
 // samples, and the bench's own heap is part of what it measures.
 var kept = []string{"apiserver_request_total{", "apiserver_watch_events_total{", "apiserver_watch_events_sizes_sum{",
-	"etcd_mvcc_db_total_size_in_use_in_bytes"}
+	"apiserver_flowcontrol_rejected_requests_total{", "apiserver_terminated_watchers_total{", "etcd_mvcc_db_total_size_in_use_in_bytes"}
 
 // parseSeries reads the Prometheus text format, keeping the samples of the kept metrics.
 func parseSeries(r io.Reader) (series, error) {

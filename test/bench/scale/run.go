@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -46,6 +45,7 @@ type report struct {
 	verdict  *verdict
 	// the real agent process, once the cluster is full
 	realRSS, realHWM int64
+	realReady        time.Duration // from its start until it served
 	realErr          string
 	final            snapshot
 }
@@ -178,7 +178,7 @@ func run(ctx context.Context, o options) (rep *report, err error) {
 		}
 	}
 	if o.realAgent {
-		rep.realRSS, rep.realHWM, err = realAgent(ctx, c, hs[0].node)
+		rep.realRSS, rep.realHWM, rep.realReady, err = realAgent(ctx, c, o, hs[0].node)
 		if err != nil {
 			rep.realErr = err.Error()
 		}
@@ -224,20 +224,32 @@ func nodes(ctx context.Context, c *cluster, o options) ([]*hollow, error) {
 	return hs, first
 }
 
-// realAgent runs one netpool-agent process for node against the full cluster and returns its
-// resident memory once it serves (and its peak), then stops it.
-func realAgent(ctx context.Context, c *cluster, node string) (rss, hwm int64, err error) {
+// realAgentWait bounds how long the real agent may take to serve. Its first watch of reservations
+// is a consistent read: the API server answers it once its watch cache has caught up with etcd, and
+// after a rollout at 5,000 watchers on this machine's 2 cores that cache ran minutes behind.
+const realAgentWait = 10 * time.Minute
+
+// realAgent runs one netpool-agent process for node, with the identity node's hollow agent has,
+// against the full cluster and returns its resident memory once it serves (and its peak) and how
+// long it took to serve, then stops it. One that does not serve within realAgentWait writes its
+// goroutines to its log (SIGQUIT), which the error names.
+func realAgent(ctx context.Context, c *cluster, o options, node string) (rss, hwm int64, ready time.Duration, err error) {
 	socket := filepath.Join(c.dir, "real.sock")
-	cmd := exec.CommandContext(ctx, c.agentBin, "--kubeconfig", c.kubeconfig, "--socket", socket, "--node-name", node,
-		"--metrics-bind-address", "")
+	kubeconfig, err := c.agentKubeconfig(ctx, o, node)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	cmd := exec.CommandContext(ctx, c.agentBin, "--kubeconfig", kubeconfig, "--socket", socket, "--node-name", node,
+		"--metrics-bind-address", "", "--log-level", "debug")
 	log, err := os.Create(filepath.Join(c.dir, "real-agent.log"))
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	defer func() { _ = log.Close() }() // the agent's log, kept for -keep
 	cmd.Stdout, cmd.Stderr = log, log
+	start := time.Now()
 	if err := cmd.Start(); err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
@@ -250,7 +262,6 @@ func realAgent(ctx context.Context, c *cluster, node string) (rss, hwm int64, er
 			<-done
 		}
 	}()
-	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		if conn, err := net.Dial("unix", socket); err == nil {
 			_ = conn.Close()
@@ -259,16 +270,23 @@ func realAgent(ctx context.Context, c *cluster, node string) (rss, hwm int64, er
 		select {
 		case err := <-done:
 			done <- err
-			return 0, 0, fmt.Errorf("the real agent exited: %v (log %s)", err, log.Name())
+			return 0, 0, 0, fmt.Errorf("the real agent exited: %v (log %s)", err, log.Name())
 		case <-time.After(20 * time.Millisecond):
 		}
-		if time.Now().After(deadline) {
-			return 0, 0, errors.New("the real agent did not serve within 2m")
+		if time.Since(start) > realAgentWait {
+			_ = cmd.Process.Signal(syscall.SIGQUIT) // its goroutines, to its log
+			select {
+			case err := <-done:
+				done <- err // for the deferred stop, which then has nothing to stop
+			case <-time.After(10 * time.Second):
+			}
+			return 0, 0, 0, fmt.Errorf("the real agent did not serve within %s (its goroutines: %s)", realAgentWait, log.Name())
 		}
 	}
+	ready = time.Since(start)
 	time.Sleep(2 * time.Second) // settled: its watches are open and idle
 	p := readProc(cmd.Process.Pid)
-	return p.RSS, p.HWM, nil
+	return p.RSS, p.HWM, ready, nil
 }
 
 // writeHeapProfile writes the bench's heap profile to path.

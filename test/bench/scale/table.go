@@ -165,8 +165,8 @@ func (r *report) print(w io.Writer, o options) {
 	if o.statusFanout >= 0 {
 		fanout = fmt.Sprint(o.statusFanout)
 	}
-	fmt.Fprintf(w, "hollow nodes: %d (asked %d), %d ADDs per node, pool %s (sliceSize %d), policy %v, controller --pool-status-interval %s, --pool-status-fanout %s\n",
-		r.nodes, o.nodes, o.pods, o.cidr, o.sliceSize, o.policy, o.statusInterval, fanout)
+	fmt.Fprintf(w, "hollow nodes: %d (asked %d), %d ADDs per node, pool %s (sliceSize %d), policy %v, agents' priority level %v, controller --pool-status-interval %s, --pool-status-fanout %s\n",
+		r.nodes, o.nodes, o.pods, o.cidr, o.sliceSize, o.policy, o.policy && o.flowcontrol, o.statusInterval, fanout)
 	if r.shortBy != "" {
 		fmt.Fprintln(w, "stopped short:", r.shortBy)
 	}
@@ -174,7 +174,8 @@ func (r *report) print(w io.Writer, o options) {
 	fmt.Fprintf(w, "agents up in %s; bench heap per hollow agent: %.2f MiB idle, %.2f MiB holding %d each\n",
 		r.upTime.Round(time.Millisecond), per(r.heapIdle-min(r.heapIdle, r.heapBase)), per(r.heapFull-min(r.heapFull, r.heapBase)), o.pods)
 	if o.realAgent {
-		fmt.Fprintf(w, "real netpool-agent process in the full cluster: RSS %.1f MiB, peak %.1f MiB %s\n", mib(r.realRSS), mib(r.realHWM), r.realErr)
+		fmt.Fprintf(w, "real netpool-agent process in the full cluster: served after %s, RSS %.1f MiB, peak %.1f MiB %s\n",
+			r.realReady.Round(time.Millisecond), mib(r.realRSS), mib(r.realHWM), r.realErr)
 	}
 	if r.idle != nil {
 		own, _ := eventsOf(r.idle.idle, causeOwn)
@@ -265,6 +266,7 @@ func (r *report) printPhase(w io.Writer, p *phase) {
 	if f := describe(p.active.Failures, 1); f != "none" {
 		fmt.Fprintf(tw, "agent requests without success (busy nodes)\t%s\n", f)
 	}
+	fmt.Fprintf(tw, "watches the API server closed as too slow\t%s\n", closedWatches(p.before, p.after))
 	r.printEvents(tw, "busy node", p.active, p.activeNodes, p.adds+p.dels)
 	r.printEvents(tw, "idle node", p.idle, p.idleNodes, p.adds+p.dels)
 	fmt.Fprintf(tw, "apiserver / etcd RSS after\t%.0f / %.0f MiB\n", mib(p.after.apiserver.RSS), mib(p.after.etcd.RSS))
@@ -303,6 +305,39 @@ func apiRequests(before, after snapshot, calls float64) string {
 	return describe(m, calls)
 }
 
+// grown is how much each sample of metric grew between two snapshots, keyed by the values of
+// labels (joined by spaces).
+func grown(before, after snapshot, metric string, labels ...string) map[string]int {
+	m := map[string]int{}
+	for k, v := range after.api {
+		name, set, _ := strings.Cut(k, "{")
+		if name != metric {
+			continue
+		}
+		if d := int(v - before.api[k]); d > 0 {
+			var key []string
+			for _, l := range labels {
+				key = append(key, label(set, l))
+			}
+			m[strings.Join(key, " ")] += d
+		}
+	}
+	return m
+}
+
+// refusals are the requests API priority and fairness refused between two snapshots, by priority
+// level and reason (queue-full; time-out: waited in its queue past its limit; concurrency-limit;
+// cancelled).
+func refusals(before, after snapshot) string {
+	return describe(grown(before, after, "apiserver_flowcontrol_rejected_requests_total", "priority_level", "reason"), 1)
+}
+
+// closedWatches are the watches the API server's watch cache closed between two snapshots because
+// their watcher did not take its events in time (each then starts again), by resource.
+func closedWatches(before, after snapshot) string {
+	return describe(grown(before, after, "apiserver_terminated_watchers_total", "resource"), 1)
+}
+
 // label returns the value of label name in a Prometheus label set `a="x",b="y"}`.
 func label(labels, name string) string {
 	i := strings.Index(","+labels, ","+name+`="`)
@@ -337,6 +372,8 @@ func (r *report) printStorm(w io.Writer, s *storm) {
 	fmt.Fprintf(tw, "requests per agent\t%s; watches %s\n", describe(s.active.Requests, n), describe(s.active.Watches, n))
 	fmt.Fprintf(tw, "whole collections listed or watched (IPPools aside)\t%s\n", describe(s.wide, 1))
 	fmt.Fprintf(tw, "agent requests without success\t%s\n", describe(s.active.Failures, 1))
+	fmt.Fprintf(tw, "refused by priority and fairness (everyone's)\t%s\n", refusals(s.before, s.after))
+	fmt.Fprintf(tw, "watches the API server closed as too slow\t%s\n", closedWatches(s.before, s.after))
 	apiCPU := s.after.apiserver.CPU - s.before.apiserver.CPU
 	fmt.Fprintf(tw, "apiserver + etcd CPU\t%.1f s (apiserver %.1f, etcd %.1f); apiserver RSS %.0f MiB\n", cpuOf(s.before, s.after).Seconds(),
 		apiCPU.Seconds(), (s.after.etcd.CPU - s.before.etcd.CPU).Seconds(), mib(s.after.apiserver.RSS))
