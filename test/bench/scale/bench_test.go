@@ -119,3 +119,18 @@ func TestClosedWatches(t *testing.T) {
 		t.Errorf("closedWatches = %q, want %q", got, want)
 	}
 }
+
+func TestAPIRequests(t *testing.T) {
+	before := snapshot{api: series{
+		`apiserver_request_total{code="201",resource="overlappingrangeipreservations",verb="POST"}`: 10,
+	}}
+	after := snapshot{api: series{
+		`apiserver_request_total{code="201",resource="overlappingrangeipreservations",verb="POST"}`: 30,
+		`apiserver_request_total{code="409",resource="overlappingrangeipreservations",verb="POST"}`: 10,
+		`apiserver_request_total{code="200",resource="ippools",verb="WATCH"}`:                       50,
+		`apiserver_request_total{code="200",resource="",verb="GET"}`:                                5,
+	}}
+	if got, want := apiRequests(before, after, 10), "POST overlappingrangeipreservations 3"; got != want {
+		t.Errorf("apiRequests = %q, want %q", got, want)
+	}
+}

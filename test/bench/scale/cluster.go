@@ -223,12 +223,12 @@ func (c *cluster) agentConfig(ctx context.Context, o options, node string) (*res
 // agentKubeconfig writes the kubeconfig of node's agent (agentConfig's identity) for a process, and
 // returns its path.
 func (c *cluster) agentKubeconfig(ctx context.Context, o options, node string) (string, error) {
+	if !o.policy {
+		return c.kubeconfig, nil // agentConfig's identity is then the admin's
+	}
 	cfg, err := c.agentConfig(ctx, o, node)
 	if err != nil {
 		return "", err
-	}
-	if !o.policy {
-		return c.kubeconfig, nil
 	}
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters["bench"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}

@@ -290,17 +290,11 @@ func (r *report) printEvents(w io.Writer, what string, c apicount.Counts, nodes,
 
 // apiRequests is the API server's requests between two snapshots per call, by verb and resource.
 func apiRequests(before, after snapshot, calls float64) string {
-	m := map[string]int{}
-	for k, v := range after.api {
-		name, labels, _ := strings.Cut(k, "{")
-		if name != "apiserver_request_total" {
-			continue
+	m := grown(before, after, "apiserver_request_total", "verb", "resource")
+	for k := range m {
+		if verb, res, _ := strings.Cut(k, " "); verb == "WATCH" || verb == "CONNECT" || res == "" {
+			delete(m, k)
 		}
-		verb, res := label(labels, "verb"), label(labels, "resource")
-		if verb == "WATCH" || verb == "CONNECT" || res == "" {
-			continue
-		}
-		m[verb+" "+res] += int(v - before.api[k])
 	}
 	return describe(m, calls)
 }
