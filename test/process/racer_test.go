@@ -39,18 +39,22 @@ type racer struct {
 	exited bool
 	// signalled is set by runRacer when the process died of SIGKILL: the kill came while it ran.
 	signalled bool
+	// cutInLock is set by runRacer when the sniper froze it while it held the store's lock and
+	// then killed it: the call was cut inside its transaction.
+	cutInLock bool
 }
 
 // newRacers returns killRacers racers: a random quarter killed at a random moment within window
 // (the time a wave of racers needs to pass the lock one by one), so that most of these land
 // before or after the racer's transaction, and another quarter killed while it holds the lock.
-func newRacers(t *testing.T, window time.Duration) []*racer {
+// Their container IDs start with prefix, one per wave.
+func newRacers(t *testing.T, prefix string, window time.Duration) []*racer {
 	seed := uint64(time.Now().UnixNano())
 	rng := rand.New(rand.NewPCG(seed, seed>>1))
-	t.Logf("seed %d, timed kills spread over %v", seed, window)
+	t.Logf("%s: seed %d, timed kills spread over %v", prefix, seed, window)
 	racers := make([]*racer, killRacers)
 	for i := range racers {
-		racers[i] = &racer{id: containerID("racer", i)}
+		racers[i] = &racer{id: containerID(prefix, i)}
 	}
 	for n, i := range rng.Perm(killRacers)[:killRacers/2] {
 		if n%2 == 0 {
@@ -63,10 +67,12 @@ func newRacers(t *testing.T, window time.Duration) []*racer {
 	return racers
 }
 
-// running maps the PIDs of live racers chosen for killInLock to their processes.
+// running maps the PIDs of live racers chosen for killInLock to their processes, and remembers
+// which of them the sniper froze while they held the store's lock.
 type running struct {
-	mu    sync.Mutex
-	procs map[int]*exec.Cmd
+	mu           sync.Mutex
+	procs        map[int]*exec.Cmd
+	frozenInLock map[*exec.Cmd]bool // by process, not PID: a PID is reused once its racer is gone
 }
 
 func (r *running) add(cmd *exec.Cmd) {
@@ -85,6 +91,21 @@ func (r *running) take(pid int) *exec.Cmd {
 	cmd := r.procs[pid]
 	delete(r.procs, pid)
 	return cmd
+}
+
+func (r *running) markFrozenInLock(cmd *exec.Cmd) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.frozenInLock == nil {
+		r.frozenInLock = map[*exec.Cmd]bool{}
+	}
+	r.frozenInLock[cmd] = true
+}
+
+func (r *running) wasFrozenInLock(cmd *exec.Cmd) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.frozenInLock[cmd]
 }
 
 // runRacer starts one ADD, kills it as r.mode says (in-lock targets are registered in targets for
@@ -112,6 +133,7 @@ func runRacer(ctx context.Context, f *fixture, r *racer, targets *running) error
 		if r.mode != spared {
 			ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus)
 			r.signalled = ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL
+			r.cutInLock = r.signalled && r.mode == killInLock && targets.wasFrozenInLock(cmd)
 			return nil // killed, or exited on its own before the kill: both are cases under test
 		}
 		return err
